@@ -1,0 +1,1 @@
+"""Facts, entities, feedback, the audit trail and conflicts: models, services, selectors, tasks."""

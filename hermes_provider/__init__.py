@@ -1,0 +1,1 @@
+"""The Hermes Agent memory provider and its installer."""

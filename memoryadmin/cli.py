@@ -1,0 +1,64 @@
+"""The `mnemosyne` command: `up`, `status`, `stop`, and every manage.py command.
+
+When the database is the embedded one, a command that needs it starts it first and stops it
+again when the command ends (unless it was already running, e.g. under `mnemosyne up`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+
+# Commands that manage the embedded database themselves, or never touch a database.
+_NO_AUTOSTART = {"up", "status", "stop", "help", "--help", "-h", "version", "--version"}
+
+
+def _autostart_embedded_database(command: str) -> None:
+    from django.conf import settings
+
+    from memoryadmin.embedded_db import EmbeddedDatabaseError, server_for_home
+
+    if not settings.MNEMOSYNE_EMBEDDED_DB or command in _NO_AUTOSTART:
+        return
+    server = server_for_home(settings.MNEMOSYNE_HOME)
+    try:
+        started = server.start()
+    except EmbeddedDatabaseError as error:
+        sys.exit(f"mnemosyne: the embedded database did not start:\n{error}")
+    if started:
+        atexit.register(_stop_quietly, server)
+
+
+def _stop_quietly(server: object) -> None:
+    from django.db import connections
+
+    from memoryadmin.embedded_db import EmbeddedDatabaseError, EmbeddedPostgres
+
+    assert isinstance(server, EmbeddedPostgres)  # noqa: S101
+    connections.close_all()
+    try:
+        server.stop()
+    except EmbeddedDatabaseError as error:
+        print(f"mnemosyne: could not stop the embedded database: {error}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
+    argv = list(sys.argv if argv is None else argv)
+    from django.core.management import execute_from_command_line
+
+    from memoryadmin.env import ConfigError
+
+    try:
+        from django.conf import settings
+
+        settings.MNEMOSYNE_HOME  # noqa: B018 - load settings now, to report config errors plainly
+    except ConfigError as error:
+        sys.exit(f"mnemosyne: configuration error: {error}")
+    _autostart_embedded_database(argv[1] if len(argv) > 1 else "help")
+    execute_from_command_line(argv)
+
+
+if __name__ == "__main__":
+    main()

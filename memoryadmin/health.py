@@ -1,0 +1,123 @@
+"""Health of each part Mnemosyne needs: database, broker, worker, beat, embedder."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.utils import timezone
+
+from memoryadmin.celery import app as celery_app
+from memoryadmin.models import ServiceHeartbeat
+
+Check = dict[str, Any]
+
+
+def check_database() -> Check:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW server_version")
+            version = cursor.fetchone()[0]
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+    except DatabaseError as error:
+        return {"ok": False, "detail": f"unreachable: {str(error).strip()[:300]}"}
+    if row is None:
+        return {"ok": False, "postgresql": version, "detail": "the vector extension is missing"}
+    return {
+        "ok": True,
+        "postgresql": version,
+        "pgvector": row[0],
+        "embedded": settings.MNEMOSYNE_EMBEDDED_DB,
+    }
+
+
+def check_broker() -> Check:
+    url = celery_app.conf.broker_url
+    transport = url.split("://", 1)[0]
+    if transport == "filesystem":
+        options = celery_app.conf.broker_transport_options or {}
+        folders = [Path(options[k]) for k in ("data_folder_in", "control_folder") if k in options]
+        missing = [str(f) for f in folders if not f.is_dir()]
+        if missing:
+            return {"ok": False, "transport": transport, "detail": f"missing folder {missing[0]}"}
+        return {"ok": True, "transport": transport}
+    try:
+        with celery_app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+    except Exception as error:  # noqa: BLE001 - any transport error means "down"; we report it
+        return {"ok": False, "transport": transport, "detail": str(error)[:300]}
+    return {"ok": True, "transport": transport}
+
+
+def _heartbeat(prefix: str, exact: bool) -> Check:
+    stale_after = timedelta(seconds=settings.MNEMOSYNE_HEARTBEAT_STALE_SECONDS)
+    beats = ServiceHeartbeat.objects.filter(
+        **({"name": prefix} if exact else {"name__startswith": prefix})
+    )
+    try:
+        latest = beats.order_by("-seen_at").first()
+    except DatabaseError:
+        return {"ok": False, "detail": "unknown: the database is unreachable"}
+    if latest is None:
+        return {"ok": False, "detail": "never seen"}
+    age = (timezone.now() - latest.seen_at).total_seconds()
+    check: Check = {"ok": age <= stale_after.total_seconds(), "last_seen_s": round(age, 1)}
+    if not check["ok"]:
+        check["detail"] = f"no heartbeat for {age:.0f} s"
+    if not exact:
+        check["name"] = latest.name.removeprefix(prefix)
+    return check
+
+
+def check_worker() -> Check:
+    return _heartbeat("worker:", exact=False)
+
+
+def check_beat() -> Check:
+    return _heartbeat("beat", exact=True)
+
+
+_embedder_lock = threading.Lock()
+_embedder_result: tuple[float, Check] | None = None
+_EMBEDDER_RECHECK_S = 60.0
+
+
+def check_embedder() -> Check:
+    """Load the configured embedder (once per process) and embed a probe sentence."""
+    global _embedder_result
+    with _embedder_lock:
+        if _embedder_result and time.monotonic() - _embedder_result[0] < _EMBEDDER_RECHECK_S:
+            return _embedder_result[1]
+        try:
+            from retrieval.embedders import EmbedderError, embedder_health, get_embedder
+        except ImportError as error:
+            result: Check = {"ok": False, "detail": f"embedder code missing: {error}"}
+        else:
+            try:
+                embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
+                result = embedder_health(embedder)
+            except EmbedderError as error:
+                result = {"ok": False, "spec": settings.MNEMOSYNE_EMBEDDER, "detail": str(error)}
+        _embedder_result = (time.monotonic(), result)
+        return result
+
+
+CHECKS = {
+    "database": check_database,
+    "broker": check_broker,
+    "worker": check_worker,
+    "beat": check_beat,
+    "embedder": check_embedder,
+}
+
+
+def health_report() -> dict[str, Any]:
+    checks = {name: check() for name, check in CHECKS.items()}
+    failing = [name for name, result in checks.items() if not result["ok"]]
+    return {"status": "ok" if not failing else "unavailable", "failing": failing, "checks": checks}

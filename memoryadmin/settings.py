@@ -1,0 +1,200 @@
+"""Mnemosyne settings, read from the environment (see the configuration table in README.md)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from memoryadmin.embedded_db import server_for_home
+from memoryadmin.env import (
+    ConfigError,
+    env_bool,
+    env_int,
+    env_list,
+    env_path,
+    env_str,
+    parse_database_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# The data directory: embedded database, generated secret key, broker folders, logs, archives.
+MNEMOSYNE_HOME = env_path("MNEMOSYNE_HOME", str(Path.cwd() / ".mnemosyne"))
+
+
+def _secret_key(home: Path) -> str:
+    """SECRET_KEY from the environment, else one generated once and kept in the data directory."""
+    configured = env_str("SECRET_KEY")
+    if configured:
+        return configured
+    key_file = home / "secret_key"
+    if not key_file.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        try:
+            # O_EXCL: when two processes start at once, exactly one writes the key.
+            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(50))
+    key = key_file.read_text().strip()
+    if len(key) < 32:
+        raise ConfigError(f"{key_file} holds no usable secret key; delete it to generate a new one")
+    return key
+
+
+SECRET_KEY = _secret_key(MNEMOSYNE_HOME)
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_celery_beat",
+    "memoryadmin",
+    "tenants",
+    "facts",
+    "retrieval",
+    "hermes_provider",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "memoryadmin.urls"
+WSGI_APPLICATION = "memoryadmin.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# -- database ---------------------------------------------------------------------------------
+# DATABASE_URL names a PostgreSQL server (with pgvector). Without it, the embedded PostgreSQL
+# under MNEMOSYNE_HOME is used; `mnemosyne up` and manage.py commands start it when needed.
+DATABASE_URL = env_str("DATABASE_URL")
+MNEMOSYNE_EMBEDDED_DB = not DATABASE_URL
+if DATABASE_URL:
+    _database = parse_database_url(DATABASE_URL)
+else:
+    _database = server_for_home(MNEMOSYNE_HOME).database_settings()
+_database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60, minimum=0)
+_database["CONN_HEALTH_CHECKS"] = True
+DATABASES = {"default": _database}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = MNEMOSYNE_HOME / "static"
+# Serve static files straight from the apps, so a fresh clone needs no collectstatic step.
+WHITENOISE_USE_FINDERS = True
+
+LOGIN_URL = "admin:login"
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+
+# -- Celery -----------------------------------------------------------------------------------
+# The database is the truth; a task message is only a nudge. A lost message delays work, it
+# never loses it: periodic sweeps (beat) pick up anything still pending.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
+MNEMOSYNE_BROKER_DIR = MNEMOSYNE_HOME / "broker"
+if not CELERY_BROKER_URL:
+    # kombu's filesystem transport: no server, one host. Every process must use the same
+    # absolute folders, control folder included (its default is a relative path).
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(MNEMOSYNE_BROKER_DIR / "queue"),
+        "data_folder_out": str(MNEMOSYNE_BROKER_DIR / "queue"),
+        "control_folder": str(MNEMOSYNE_BROKER_DIR / "control"),
+        "processed_folder": str(MNEMOSYNE_BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300, minimum=1)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360, minimum=1)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULER = "memoryadmin.beat:HeartbeatScheduler"
+MNEMOSYNE_HEARTBEAT_SECONDS = env_int("MNEMOSYNE_HEARTBEAT_SECONDS", 15, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "heartbeat": {
+        "task": "memoryadmin.tasks.heartbeat",
+        "schedule": float(MNEMOSYNE_HEARTBEAT_SECONDS),
+        "options": {"expires": MNEMOSYNE_HEARTBEAT_SECONDS * 2},
+    },
+}
+
+# -- Mnemosyne --------------------------------------------------------------------------------
+# Which sentence embedder turns text into vectors ("default", "e5", "use", "onnx:/dir",
+# "ollama:model@http://127.0.0.1:11434"); models come inside packages, never from a hub.
+MNEMOSYNE_EMBEDDER = env_str("MNEMOSYNE_EMBEDDER", "default")
+MNEMOSYNE_MODEL_DIR = MNEMOSYNE_HOME / "models"
+# A heartbeat older than this marks the worker or beat as down in /healthz.
+MNEMOSYNE_HEARTBEAT_STALE_SECONDS = env_int(
+    "MNEMOSYNE_HEARTBEAT_STALE_SECONDS", MNEMOSYNE_HEARTBEAT_SECONDS * 4, minimum=1
+)
+
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}
+        if env_str("CACHE_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+}
+
+if not DEBUG:
+    SESSION_COOKIE_HTTPONLY = True
+    X_FRAME_OPTIONS = "DENY"
+    SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -1,0 +1,374 @@
+"""`mnemosyne up`: run the database, web server, worker and beat as one unit.
+
+Children run in their own process groups, so a terminal's Ctrl-C reaches only us and we stop
+them in order: web, beat, worker (a warm shutdown finishes running tasks), then the database.
+Each child also gets SIGTERM if we die without cleaning up (PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connections
+from django.db.migrations.executor import MigrationExecutor
+
+from memoryadmin.embedded_db import server_for_home
+from memoryadmin.runstate import RunLock
+from memoryadmin.services import admin_ensure_first
+
+_PR_SET_PDEATHSIG = 1
+STOP_TIMEOUT_S = 30.0
+
+
+class SupervisorError(RuntimeError):
+    """`up` cannot go on; the message says why and what to do."""
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass  # not Linux: children then rely on our orderly shutdown alone
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    log: IO[bytes] | None = field(default=None, repr=False)
+
+    def start(self, env: dict[str, str]) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and modules
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads run before this
+        )
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def exited(self) -> int | None:
+        return self.process.poll() if self.process else None
+
+    def signal(self, signum: int) -> None:
+        if self.process and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout: float) -> bool:
+        if not self.process:
+            return True
+        try:
+            self.process.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def stop(self, timeout: float) -> None:
+        self.signal(signal.SIGTERM)
+        if not self.wait(timeout):
+            self.signal(signal.SIGKILL)
+            self.wait(5)
+        # Whatever the child left in its group (pool processes) goes too.
+        self.signal(signal.SIGKILL)
+        if self.log:
+            self.log.close()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class UpOptions:
+    bind: str
+    web_workers: int
+    concurrency: int
+    ready_timeout: float = 180.0
+
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    host, _, port = bind.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SupervisorError(
+            f"--bind must look like HOST:PORT (e.g. 127.0.0.1:8000), got {bind!r}"
+        )
+    return host.strip("[]"), int(port)
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["DJANGO_SETTINGS_MODULE"] = os.environ.get("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
+    env["MNEMOSYNE_HOME"] = str(settings.MNEMOSYNE_HOME)
+    # Children find our packages even when run from a checkout that was never pip-installed.
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(settings.BASE_DIR), env.get("PYTHONPATH", "")) if p
+    )
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _children(options: UpOptions, logs: Path) -> list[Child]:
+    python = sys.executable
+    celery = [python, "-m", "celery", "-A", "memoryadmin"]
+    return [
+        Child(
+            "worker",
+            [
+                *celery,
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(options.concurrency),
+                "--hostname",
+                "worker@%h",
+            ],
+            logs / "worker.log",
+        ),
+        Child("beat", [*celery, "beat", "--loglevel", "INFO"], logs / "beat.log"),
+        Child(
+            "web",
+            [
+                python,
+                "-m",
+                "gunicorn",
+                "memoryadmin.wsgi:application",
+                "--bind",
+                options.bind,
+                "--workers",
+                str(options.web_workers),
+                "--timeout",
+                "120",
+                "--access-logfile",
+                "-",
+                "--error-logfile",
+                "-",
+                "--graceful-timeout",
+                "10",
+            ],
+            logs / "web.log",
+        ),
+    ]
+
+
+def _fetch_health(url: str) -> dict[str, Any] | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - our own URL
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        try:
+            return json.loads(error.read())
+        except ValueError:
+            return None
+    except (OSError, ValueError):
+        return None
+
+
+class Supervisor:
+    def __init__(self, options: UpOptions, say: Callable[[str], None]) -> None:
+        self.options = options
+        self.say = say
+        self.home: Path = settings.MNEMOSYNE_HOME
+        self.lock = RunLock(self.home)
+        self.children: list[Child] = []
+        self.database = server_for_home(self.home) if settings.MNEMOSYNE_EMBEDDED_DB else None
+        self.started_database = False
+        self._stopping = False
+        self._received: int | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = parse_bind(self.options.bind)
+        shown = "127.0.0.1" if host in {"0.0.0.0", ""} else host  # noqa: S104 - display only
+        return f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}"
+
+    def run(self) -> int:
+        if not self.lock.acquire():
+            info = self.lock.read_info()
+            raise SupervisorError(
+                f"Mnemosyne is already running on {self.home} "
+                f"(pid {info.get('pid', '?')}, {info.get('url', 'starting')}). "
+                "Use `mnemosyne status` or `mnemosyne stop`."
+            )
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            self._start()
+            return self._watch()
+        finally:
+            self._shutdown()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.lock.release()
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self._received = signum
+        if signum == signal.SIGINT and not self._stopping:
+            self.say("")  # end the ^C line
+
+    def _check_interrupted(self) -> None:
+        if self._received is not None:
+            raise KeyboardInterrupt
+
+    def _start(self) -> None:
+        host, port = parse_bind(self.options.bind)
+        if not _port_is_free(host, port):
+            raise SupervisorError(
+                f"{self.options.bind} is already in use; "
+                "choose another with --bind or MNEMOSYNE_BIND"
+            )
+        self.say(f"Mnemosyne data directory: {self.home}")
+        self._start_database()
+        self._check_interrupted()
+        self._migrate()
+        self._ensure_admin()
+        connections.close_all()  # children open their own; we must not hold one across a DB stop
+        env = _child_env()
+        self.children = _children(self.options, self.home / "logs")
+        for child in self.children:
+            self._check_interrupted()
+            child.start(env)
+            self.say(f"  {child.name:<8} started (pid {child.pid}), log: {child.log_path}")
+        self.lock.write_info(
+            {
+                "pid": os.getpid(),
+                "url": self.url,
+                "home": str(self.home),
+                "started_at": time.time(),
+                "children": {c.name: c.pid for c in self.children},
+            }
+        )
+        self._wait_until_healthy()
+
+    def _start_database(self) -> None:
+        if self.database is None:
+            db = settings.DATABASES["default"]
+            self.say(f"  database: PostgreSQL server {db['HOST'] or 'localhost'}/{db['NAME']}")
+            return
+        t0 = time.monotonic()
+        self.started_database = self.database.start()
+        verb = "started" if self.started_database else "already running"
+        self.say(
+            f"  database: embedded PostgreSQL {verb} ({time.monotonic() - t0:.1f} s), "
+            f"socket {self.database.socket_dir}"
+        )
+
+    def _migrate(self) -> None:
+        executor = MigrationExecutor(connections["default"])
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        if plan:
+            self.say(f"  migrations: applying {len(plan)} ...")
+            call_command("migrate", interactive=False, verbosity=0)
+        self.say("  migrations: up to date")
+
+    def _ensure_admin(self) -> None:
+        created = admin_ensure_first(
+            username=os.environ.get("MNEMOSYNE_ADMIN_USERNAME", "admin"),
+            email=os.environ.get("MNEMOSYNE_ADMIN_EMAIL", ""),
+            password=os.environ.get("MNEMOSYNE_ADMIN_PASSWORD") or None,
+        )
+        if created is None:
+            return
+        if created.password:
+            self.say(
+                f"  admin user created: {created.username} / {created.password}\n"
+                "    (shown once: note it now, or set MNEMOSYNE_ADMIN_PASSWORD before the first up)"
+            )
+        else:
+            self.say(f"  admin user created: {created.username} (password from the environment)")
+
+    def _wait_until_healthy(self) -> None:
+        deadline = time.monotonic() + self.options.ready_timeout
+        waiting_for: list[str] | None = None
+        while time.monotonic() < deadline:
+            self._check_interrupted()
+            self._check_children()
+            report = _fetch_health(f"{self.url}/healthz")
+            failing = ["web"] if report is None else report.get("failing", [])
+            if not failing:
+                self.say(f"\nMnemosyne is running at {self.url}/  (Ctrl-C stops it)")
+                return
+            if failing != waiting_for:
+                self.say(f"  waiting for: {', '.join(failing)}")
+                waiting_for = failing
+            time.sleep(0.5)
+        self.say(
+            f"\nMnemosyne is serving at {self.url}/ but not healthy yet: "
+            f"{', '.join(waiting_for or [])}"
+            f"\n  see {self.url}/healthz and the logs in {self.home / 'logs'}"
+        )
+
+    def _check_children(self) -> None:
+        for child in self.children:
+            code = child.exited()
+            if code is not None and not self._stopping:
+                raise SupervisorError(
+                    f"the {child.name} process exited unexpectedly (code {code}). "
+                    f"Last lines of {child.log_path}:\n{child.log_tail()}"
+                )
+
+    def _watch(self) -> int:
+        while True:
+            if self._received is not None:
+                return 0
+            self._check_children()
+            time.sleep(0.5)
+
+    def _shutdown(self) -> None:
+        self._stopping = True
+        if self.children:
+            self.say("Stopping Mnemosyne ...")
+        # Web first (no new work), then beat, then the worker, which finishes running tasks.
+        for name in ("web", "beat", "worker"):
+            for child in self.children:
+                if child.name == name:
+                    child.stop(STOP_TIMEOUT_S)
+                    self.say(f"  {child.name:<8} stopped")
+        connections.close_all()
+        if self.database is not None and self.started_database:
+            self.database.stop()
+            self.say("  database stopped")
+        if self.children:
+            self.say("Mnemosyne stopped.")

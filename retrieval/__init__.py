@@ -1,0 +1,1 @@
+"""Embedders, text analysis, hybrid search, scoring, context assembly, the prefetch cache."""

@@ -1,0 +1,1 @@
+"""Tenants, memberships, API keys and retention policies; the tenant scope."""
