@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from datetime import timedelta
@@ -42,11 +43,14 @@ def check_broker() -> Check:
     transport = url.split("://", 1)[0]
     if transport == "filesystem":
         options = celery_app.conf.broker_transport_options or {}
-        folders = [Path(options[k]) for k in ("data_folder_in", "control_folder") if k in options]
-        missing = [str(f) for f in folders if not f.is_dir()]
-        if missing:
-            return {"ok": False, "transport": transport, "detail": f"missing folder {missing[0]}"}
-        return {"ok": True, "transport": transport}
+        queue = Path(options.get("data_folder_in", "."))
+        try:
+            # A message is a file in this folder: prove a file can be written there now.
+            with tempfile.NamedTemporaryFile(dir=queue, prefix=".healthz-"):
+                pass
+        except OSError as error:
+            return {"ok": False, "transport": transport, "detail": f"{queue}: {error.strerror}"}
+        return {"ok": True, "transport": transport, "folder": str(queue)}
     try:
         with celery_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)

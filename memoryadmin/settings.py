@@ -125,6 +125,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = MNEMOSYNE_HOME / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # filled by collectstatic in production
 # Serve static files straight from the apps, so a fresh clone needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
 
@@ -150,6 +151,9 @@ if not CELERY_BROKER_URL:
         "processed_folder": str(MNEMOSYNE_BROKER_DIR / "processed"),
         "store_processed": False,
     }
+    # kombu creates none of these itself.
+    for _folder in ("queue", "control", "processed"):
+        (MNEMOSYNE_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

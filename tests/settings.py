@@ -1,0 +1,21 @@
+"""Test settings: the real settings, a real PostgreSQL with pgvector, fast password hashing.
+
+The database is the embedded PostgreSQL under `.mnemosyne-test/` by default, or the server named
+by TEST_DATABASE_URL (pytest-django creates and drops a `test_<name>` database on it).
+"""
+
+import os
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parent.parent
+os.environ.setdefault("MNEMOSYNE_HOME", str(_REPO / ".mnemosyne-test"))
+os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz")
+if os.environ.get("TEST_DATABASE_URL"):
+    os.environ["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
+else:
+    os.environ.pop("DATABASE_URL", None)
+
+from memoryadmin.settings import *  # noqa: E402, F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -1,0 +1,166 @@
+"""`mnemosyne up` as a user runs it: one command, a healthy service, Ctrl-C leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import PYTHON, REPO, child_env, free_port, pid_alive, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+class Up:
+    """A `mnemosyne up` child process whose output is collected line by line."""
+
+    def __init__(self, home: Path, port: int, **env: str | None) -> None:
+        self.home = home
+        self.url = f"http://127.0.0.1:{port}"
+        self.lines: list[str] = []
+        # The single-machine product: the embedded database, whatever this test run uses.
+        self.process = subprocess.Popen(
+            [
+                PYTHON,
+                "-m",
+                "memoryadmin.cli",
+                "up",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--web-workers",
+                "1",
+                "--concurrency",
+                "1",
+            ],
+            env=child_env(MNEMOSYNE_HOME=str(home), DATABASE_URL=None, SECRET_KEY=None, **env),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        threading.Thread(target=self._collect, daemon=True).start()
+
+    def _collect(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_ready(self) -> None:
+        def ready() -> bool:
+            if self.process.poll() is not None:
+                raise AssertionError(f"`up` exited early:\n{self.output}")
+            return "Mnemosyne is running at" in self.output
+
+        wait_for(ready, timeout=180, what=f"`up` to report ready; output so far:\n{self.output}")
+
+    def stop_with(self, signum: int) -> int:
+        self.process.send_signal(signum)
+        return self.process.wait(timeout=120)
+
+
+def _mnemosyne(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PYTHON, "-m", "memoryadmin.cli", *args],
+        env=child_env(MNEMOSYNE_HOME=str(home), DATABASE_URL=None, SECRET_KEY=None),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _health(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _pids(home: Path) -> list[int]:
+    info = json.loads((home / "run" / "up.json").read_text())
+    postmaster = int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
+    return [info["pid"], *info["children"].values(), postmaster]
+
+
+def test_up_serves_a_healthy_mnemosyne_and_ctrl_c_leaves_nothing_behind(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    up = Up(home, free_port())
+    try:
+        up.wait_ready()
+        assert "admin user created: admin / " in up.output, "the generated password is shown once"
+        status, body = _health(up.url)
+        assert status == 200, body
+        assert all(check["ok"] for check in body["checks"].values())
+        assert body["checks"]["database"]["embedded"] is True
+        pids = _pids(home)
+        assert all(pid_alive(pid) for pid in pids)
+
+        second = _mnemosyne(home, "up", "--bind", f"127.0.0.1:{free_port()}")
+        assert second.returncode != 0
+        assert "already running" in second.stderr
+
+        status_cmd = _mnemosyne(home, "status")
+        assert status_cmd.returncode == 0, status_cmd.stdout + status_cmd.stderr
+        assert f"running: yes (pid {up.process.pid}) at {up.url}/" in status_cmd.stdout
+        assert "health: ok" in status_cmd.stdout
+
+        assert up.stop_with(signal.SIGINT) == 0, up.output  # what Ctrl-C sends
+    finally:
+        if up.process.poll() is None:
+            up.process.kill()
+    assert "Mnemosyne stopped." in up.output
+    wait_for(
+        lambda: not any(pid_alive(pid) for pid in pids), timeout=10, what="every process to end"
+    )
+    after = _mnemosyne(home, "status")
+    assert after.returncode == 3
+    assert "running: no" in after.stdout and "embedded PostgreSQL, stopped" in after.stdout
+
+
+def test_a_second_up_keeps_the_data_and_stop_ends_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    first = Up(home, free_port(), MNEMOSYNE_ADMIN_PASSWORD="chosen-by-the-admin-42")
+    first.wait_ready()
+    assert "admin user created: admin (password from the environment)" in first.output
+    assert first.stop_with(signal.SIGTERM) == 0
+
+    again = Up(home, free_port())
+    try:
+        again.wait_ready()
+        assert "admin user created" not in again.output, "the first admin is created only once"
+        assert "migrations: up to date" in again.output
+        pids = _pids(home)
+        stopped = _mnemosyne(home, "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert "Mnemosyne stopped." in stopped.stdout
+        assert again.process.wait(timeout=30) == 0
+    finally:
+        if again.process.poll() is None:
+            again.process.kill()
+    wait_for(
+        lambda: not any(pid_alive(pid) for pid in pids), timeout=10, what="every process to end"
+    )
+
+
+def test_up_refuses_a_port_in_use(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _mnemosyne(tmp_path / "home", "up", "--bind", f"127.0.0.1:{port}")
+    assert result.returncode != 0
+    assert f"127.0.0.1:{port} is already in use" in result.stderr
+    assert "Traceback" not in result.stderr
