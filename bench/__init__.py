@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m bench.<name> --data PATH`; each prints its figures."""

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Set up (first time) and run the whole test suite: lint, then pytest against a real PostgreSQL
+# with pgvector (embedded, or TEST_DATABASE_URL), real Celery workers and the real `mnemosyne up`.
+# Extra arguments go to pytest (e.g. -k health, -x).
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
+ensure_venv "[test]"
+cd "$ROOT"
+say "ruff: lint and format check"
+"$VENV/bin/ruff" check --quiet .
+"$VENV/bin/ruff" format --check --quiet .
+say "pytest"
+set +e
+"$VENV/bin/python" -m pytest "$@"
+code=$?
+set -e
+if [ "$code" = 5 ]; then
+    # Nothing collected: fine for a selection (-k, -m) that matched nothing, not for the suite.
+    total="$("$VENV/bin/python" -m pytest --collect-only -q 2>/dev/null | grep -cE '::' || true)"
+    if [ "$total" = 0 ]; then
+        echo "The test suite is empty." >&2
+        exit 5
+    fi
+    echo "No test matched the selection; the suite has $total tests."
+    exit 0
+fi
+exit "$code"
