@@ -176,7 +176,8 @@ CELERY_BEAT_SCHEDULE = {
 # Which sentence embedder turns text into vectors ("default", "e5", "use", "onnx:/dir",
 # "ollama:model@http://127.0.0.1:11434"); models come inside packages, never from a hub.
 MNEMOSYNE_EMBEDDER = env_str("MNEMOSYNE_EMBEDDER", "default")
-MNEMOSYNE_MODEL_DIR = MNEMOSYNE_HOME / "models"
+# Where prepared model files are kept (e5 is converted from its package once, ~20 s).
+MNEMOSYNE_MODEL_DIR = env_path("MNEMOSYNE_MODEL_DIR", str(MNEMOSYNE_HOME / "models"))
 # A heartbeat older than this marks the worker or beat as down in /healthz.
 MNEMOSYNE_HEARTBEAT_STALE_SECONDS = env_int(
     "MNEMOSYNE_HEARTBEAT_STALE_SECONDS", MNEMOSYNE_HEARTBEAT_SECONDS * 4, minimum=1

@@ -264,6 +264,7 @@ class Supervisor:
         self._check_interrupted()
         self._migrate()
         self._ensure_admin()
+        self._prepare_embedder()
         connections.close_all()  # children open their own; we must not hold one across a DB stop
         env = _child_env()
         self.children = _children(self.options, self.home / "logs")
@@ -318,6 +319,25 @@ class Supervisor:
             )
         else:
             self.say(f"  admin user created: {created.username} (password from the environment)")
+
+    def _prepare_embedder(self) -> None:
+        """Prepare the model once here, so web and worker processes do not each do it at once."""
+        self.say(
+            f"  embedder: loading {settings.MNEMOSYNE_EMBEDDER!r} (the first time takes ~20 s)"
+        )
+        result = subprocess.run(  # noqa: S603 - our own interpreter and command
+            [sys.executable, "-m", "memoryadmin.cli", "embedder"],
+            env=_child_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            # Not fatal: /healthz keeps naming the embedder until it is fixed.
+            self.say(f"  embedder: NOT working: {(result.stderr or result.stdout).strip()}")
+        else:
+            self.say(f"  embedder: {result.stdout.strip()}")
 
     def _wait_until_healthy(self) -> None:
         deadline = time.monotonic() + self.options.ready_timeout

@@ -9,6 +9,8 @@ from pathlib import Path
 
 _REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("MNEMOSYNE_HOME", str(_REPO / ".mnemosyne-test"))
+# One prepared model folder for the run, shared with the processes tests start.
+os.environ.setdefault("MNEMOSYNE_MODEL_DIR", str(_REPO / ".mnemosyne-test" / "models"))
 os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz")
 if os.environ.get("TEST_DATABASE_URL"):
     os.environ["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]

@@ -1,4 +1,4 @@
-"""GET /healthz: 200 when database, broker, worker, beat and embedder are up; 503 naming the rest."""
+"""GET /healthz: 200 when every part is up; 503 naming the failing parts otherwise."""
 
 from __future__ import annotations
 

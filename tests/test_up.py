@@ -1,4 +1,4 @@
-"""`mnemosyne up` as a user runs it: one command, a healthy service, Ctrl-C leaves nothing behind."""
+"""`mnemosyne up` as a user runs it: one command, healthy, Ctrl-C leaves nothing behind."""
 
 from __future__ import annotations
 

@@ -1,0 +1,95 @@
+"""The embedder interface and the helpers every backend shares."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+Purpose = Literal["query", "passage"]
+PURPOSES: tuple[Purpose, ...] = ("query", "passage")
+THREADS_ENV = "MNEMOSYNE_EMBED_THREADS"
+DEFAULT_THREADS = 2
+DEFAULT_BATCH_SIZE = 32
+
+
+class EmbedderError(Exception):
+    """Any failure to build or run an embedder, with a message a person can act on."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str  # stable model identifier recorded with every vector
+    dimension: int
+
+    def embed(self, texts: Sequence[str], *, purpose: Purpose = "passage") -> np.ndarray:
+        """(len(texts), dimension) float32, rows L2-normalised; empty input -> (0, dimension)."""
+        ...
+
+
+def resolve_threads(threads: int | None = None) -> int:
+    """The explicit argument, else MNEMOSYNE_EMBED_THREADS, else 2."""
+    if threads is not None:
+        value: object = threads
+    else:
+        value = os.environ.get(THREADS_ENV, str(DEFAULT_THREADS))
+    try:
+        count = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise EmbedderError(f"{THREADS_ENV} must be a positive integer, got {value!r}") from None
+    if count < 1:
+        raise EmbedderError(f"embedding threads must be a positive integer, got {count}")
+    return count
+
+
+def check_texts(texts: Sequence[str], purpose: str) -> list[str]:
+    # A bare string is a Sequence[str] too; embedding it letter by letter is never what was meant.
+    if isinstance(texts, str):
+        raise EmbedderError("embed() takes a sequence of texts, not a single string")
+    if purpose not in PURPOSES:
+        raise EmbedderError(f"purpose must be 'query' or 'passage', got {purpose!r}")
+    items = list(texts)
+    for item in items:
+        if not isinstance(item, str):
+            raise EmbedderError(f"embed() takes strings, got {type(item).__name__}")
+    return items
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    # An all-zero row (possible from a remote model) stays zero instead of becoming NaN.
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def empty(dimension: int) -> np.ndarray:
+    return np.zeros((0, dimension), dtype=np.float32)
+
+
+def check_output(vectors: np.ndarray, count: int, dimension: int, name: str) -> np.ndarray:
+    if vectors.shape != (count, dimension):
+        raise EmbedderError(
+            f"embedder {name} returned shape {vectors.shape}, expected ({count}, {dimension}): "
+            "dimension mismatch"
+        )
+    return vectors
+
+
+def in_batches(
+    token_ids: list[list[int]], run: Callable[[list[list[int]]], np.ndarray], batch_size: int
+) -> np.ndarray:
+    """Run `run` over length-sorted batches and return rows in the input order.
+
+    Sorting by length keeps padding (wasted compute) small when short and long texts are mixed.
+    """
+    order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
+    parts = []
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        parts.append(run([token_ids[i] for i in chunk]))
+    stacked = np.concatenate(parts, axis=0)
+    result = np.empty_like(stacked)
+    result[np.asarray(order)] = stacked
+    return result
