@@ -58,8 +58,9 @@ def test_a_silent_worker_and_beat_are_named(client: Client, settings) -> None:
 def test_an_unreachable_broker_is_named(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     _fresh_services()
     # A Redis URL on a port where nothing listens: the production broker, down.
+    # (Celery reads CELERY_BROKER_URL from the environment before its configuration.)
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")
     monkeypatch.setitem(celery_app.conf, "broker_url", "redis://127.0.0.1:1/0")
-    monkeypatch.setitem(celery_app.conf, "broker_write_url", None)
     response = client.get("/healthz")
     assert response.status_code == 503
     body = response.json()
