@@ -26,10 +26,22 @@ def check_database() -> Check:
             version = cursor.fetchone()[0]
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = cursor.fetchone()
+            cursor.execute(
+                "SELECT current_user, rolsuper OR rolbypassrls FROM pg_roles "
+                "WHERE rolname = current_user"
+            )
+            role, bypasses_rls = cursor.fetchone()
     except DatabaseError as error:
         return {"ok": False, "detail": f"unreachable: {str(error).strip()[:300]}"}
     if row is None:
         return {"ok": False, "postgresql": version, "detail": "the vector extension is missing"}
+    if bypasses_rls:
+        return {
+            "ok": False,
+            "postgresql": version,
+            "detail": f"the role {role} is a superuser or has BYPASSRLS, so row-level security "
+            "does not isolate tenants: connect as an ordinary role",
+        }
     return {
         "ok": True,
         "postgresql": version,

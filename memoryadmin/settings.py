@@ -170,7 +170,15 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(MNEMOSYNE_HEARTBEAT_SECONDS),
         "options": {"expires": MNEMOSYNE_HEARTBEAT_SECONDS * 2},
     },
+    # Safety net for lost nudges: facts still without a vector get one.
+    "embed-sweep": {
+        "task": "facts.tasks.facts_embed_sweep",
+        "schedule": float(env_int("MNEMOSYNE_EMBED_SWEEP_SECONDS", 60, minimum=1)),
+        "options": {"expires": 60},
+    },
 }
+# Dotted path of the entity extractor `(text) -> list[facts.entities.FoundEntity]`; empty: none.
+MNEMOSYNE_ENTITY_EXTRACTOR = env_str("MNEMOSYNE_ENTITY_EXTRACTOR", "")
 
 # -- Mnemosyne --------------------------------------------------------------------------------
 # Which sentence embedder turns text into vectors ("default", "e5", "use", "onnx:/dir",

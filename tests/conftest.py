@@ -27,3 +27,69 @@ def embedded_database() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def django_db_setup(embedded_database: None, django_db_setup: None) -> None:
     """pytest-django's test database, created once the server runs."""
+
+
+# -- tenants and people ---------------------------------------------------------------------
+# The owner (admin of `tenant`), a teammate with the read-only auditor role, and an outsider who
+# belongs to `other_tenant` only.
+
+
+@pytest.fixture
+def system_actor():
+    from tenants.actors import Actor
+
+    return Actor.job("tests")
+
+
+@pytest.fixture
+def tenant(db, system_actor):
+    from tenants.services import tenant_create
+
+    return tenant_create(slug="acme", name="Acme", actor=system_actor)
+
+
+@pytest.fixture
+def other_tenant(db, system_actor):
+    from tenants.services import tenant_create
+
+    return tenant_create(slug="globex", name="Globex", actor=system_actor)
+
+
+@pytest.fixture
+def owner(db, tenant, system_actor):
+    from django.contrib.auth import get_user_model
+
+    from tenants.services import membership_set
+
+    user = get_user_model().objects.create_user("olivia", password="pw-olivia-123")
+    membership_set(tenant=tenant, user=user, role="admin", actor=system_actor)
+    return user
+
+
+@pytest.fixture
+def auditor(db, tenant, system_actor):
+    from django.contrib.auth import get_user_model
+
+    from tenants.services import membership_set
+
+    user = get_user_model().objects.create_user("arthur", password="pw-arthur-123")
+    membership_set(tenant=tenant, user=user, role="auditor", actor=system_actor)
+    return user
+
+
+@pytest.fixture
+def outsider(db, other_tenant, system_actor):
+    from django.contrib.auth import get_user_model
+
+    from tenants.services import membership_set
+
+    user = get_user_model().objects.create_user("oscar", password="pw-oscar-123")
+    membership_set(tenant=other_tenant, user=user, role="admin", actor=system_actor)
+    return user
+
+
+@pytest.fixture
+def owner_actor(owner):
+    from tenants.actors import Actor
+
+    return Actor.user(owner)

@@ -1,0 +1,211 @@
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import VectorField
+
+from tenants.models import TenantOwned
+
+
+class Kind(models.TextChoices):
+    FACT = "fact", "fact"
+    TURN = "turn", "turn"
+
+
+class Category(models.TextChoices):
+    USER_PREF = "user_pref", "user preference"
+    PROJECT = "project", "project"
+    TOOL = "tool", "tool"
+    GENERAL = "general", "general"
+
+
+class Status(models.TextChoices):
+    ACTIVE = "active", "active"
+    ARCHIVED = "archived", "archived"
+    SUPERSEDED = "superseded", "superseded"
+    REMOVED = "removed", "removed"
+
+
+class Fact(TenantOwned):
+    """One memory: a curated statement (`fact`) or a conversation turn (`turn`)."""
+
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.FACT)
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    scope = models.CharField(max_length=255, blank=True, default="")
+    session_id = models.CharField(max_length=128, blank=True, default="")
+    position = models.IntegerField(null=True, blank=True)
+    speaker = models.CharField(max_length=100, blank=True, default="")
+    category = models.CharField(max_length=16, choices=Category.choices, default=Category.GENERAL)
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    search_vector = SearchVectorField(null=True)
+    # Null until a worker embeds it; vectors of different models are never compared.
+    embedding = VectorField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True, default="")
+    trust_score = models.FloatField(default=0.5)
+    helpful_count = models.PositiveIntegerField(default=0)
+    unhelpful_count = models.PositiveIntegerField(default=0)
+    retrieval_count = models.PositiveIntegerField(default=0)
+    last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    importance = models.FloatField(default=0.0)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["tenant", "status", "scope"],
+                name="fact_tenant_status_scope",
+                opclasses=["", "", "text_pattern_ops"],
+            ),
+            models.Index(fields=["tenant", "-created_at", "-id"], name="fact_tenant_created"),
+            models.Index(fields=["tenant", "session_id", "position"], name="fact_tenant_session"),
+            models.Index(
+                fields=["tenant", "id"],
+                name="fact_unembedded",
+                condition=models.Q(embedding__isnull=True, status="active"),
+            ),
+            GinIndex(fields=["search_vector"], name="fact_search_vector"),
+        ]
+        constraints = [
+            # Composite keys let rows that point at a fact prove it is their tenant's.
+            models.UniqueConstraint(fields=["tenant", "id"], name="fact_tenant_id"),
+            models.UniqueConstraint(
+                fields=["tenant", "scope", "content_hash"],
+                condition=models.Q(kind="fact"),
+                name="fact_dedupe",
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "session_id", "position"],
+                condition=models.Q(kind="turn"),
+                name="turn_position",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(trust_score__gte=0, trust_score__lte=1), name="fact_trust_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.content[:60]}"
+
+
+class EntityType(models.TextChoices):
+    PERSON = "person", "person"
+    PLACE = "place", "place"
+    ORGANIZATION = "organization", "organization"
+    PRODUCT = "product", "product"
+    OTHER = "other", "other"
+
+
+class Entity(TenantOwned):
+    name = models.CharField(max_length=200)
+    # The matching key: NFKC, case-folded, whitespace collapsed.
+    normalized = models.CharField(max_length=200)
+    type = models.CharField(max_length=16, choices=EntityType.choices, default=EntityType.OTHER)
+    aliases = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "id"], name="entity_tenant_id"),
+            models.UniqueConstraint(fields=["tenant", "normalized"], name="entity_unique_name"),
+        ]
+        indexes = [GinIndex(fields=["aliases"], name="entity_aliases")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EntityRole(models.TextChoices):
+    SUBJECT = "subject", "subject"
+    OBJECT = "object", "object"
+    CONTEXT = "context", "context"
+
+
+class FactEntity(TenantOwned):
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+")
+    role = models.CharField(max_length=8, choices=EntityRole.choices, default=EntityRole.CONTEXT)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "fact", "entity"], name="fact_entity_once"),
+        ]
+        indexes = [models.Index(fields=["tenant", "entity"], name="factentity_entity")]
+
+
+class Feedback(TenantOwned):
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    helpful = models.BooleanField()
+    actor = models.CharField(max_length=200)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "fact", "-at"], name="feedback_fact_at")]
+
+
+class EventAction(models.TextChoices):
+    CREATE = "create", "create"
+    UPDATE = "update", "update"
+    REMOVE = "remove", "remove"
+    FEEDBACK = "feedback", "feedback"
+    ARCHIVE = "archive", "archive"
+    RESTORE = "restore", "restore"
+    PURGE = "purge", "purge"
+    SUPERSEDE = "supersede", "supersede"
+    EXPORT = "export", "export"
+    IMPORT = "import", "import"
+
+
+class FactEvent(TenantOwned):
+    """Append-only audit trail of a fact. Keeps the fact's id, not a foreign key: a purged
+    fact's history stays. The database refuses UPDATE and DELETE on this table."""
+
+    fact_id = models.BigIntegerField(null=True, blank=True)
+    action = models.CharField(max_length=16, choices=EventAction.choices)
+    actor = models.CharField(max_length=200)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "fact_id", "at"], name="factevent_fact"),
+            models.Index(fields=["tenant", "-at"], name="factevent_tenant_at"),
+            models.Index(fields=["tenant", "actor"], name="factevent_actor"),
+        ]
+
+
+class ConflictStatus(models.TextChoices):
+    OPEN = "open", "open"
+    RESOLVED = "resolved", "resolved"
+
+
+class Conflict(TenantOwned):
+    fact_a = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    fact_b = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(
+        max_length=8, choices=ConflictStatus.choices, default=ConflictStatus.OPEN
+    )
+    reason = models.CharField(max_length=200, blank=True)
+    resolution = models.TextField(blank=True)
+    detected_by = models.CharField(max_length=200)
+    detected_at = models.DateTimeField(auto_now_add=True)
+    resolved_by = models.CharField(max_length=200, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "fact_a", "fact_b"], name="conflict_pair"),
+            models.CheckConstraint(
+                condition=models.Q(fact_a__lt=models.F("fact_b")), name="conflict_ordered_pair"
+            ),
+        ]

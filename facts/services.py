@@ -1,0 +1,474 @@
+"""Writes of facts: add, update, remove, restore, purge, feedback; each audited.
+
+Every function takes the tenant first and runs inside `tenant_scope(tenant)`, so the ORM guard
+and PostgreSQL's row-level security both hold. Input is validated here, once, for every surface.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib.postgres.search import SearchVector
+from django.db import IntegrityError, connection, transaction
+from django.db.models import TextField, Value
+from django.utils import timezone
+
+from facts.entities import fact_link_entities
+from facts.models import Category, EventAction, Fact, FactEvent, Feedback, Kind, Status
+from retrieval.text import analyze
+from tenants.actors import Actor
+from tenants.errors import InvalidInput, NotFound
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+
+MAX_CONTENT_BYTES = 16 * 1024
+MAX_METADATA_BYTES = 16 * 1024
+MAX_TAGS = 20
+TRUST_HELPFUL = 0.05
+TRUST_UNHELPFUL = -0.10
+# `type:name` segments joined by "/": user:alice/project:beta. Names may be any script.
+_SCOPE_SEGMENT = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s/:]{1,100}$")
+# Fields an audit event snapshots.
+_AUDITED = ("content", "kind", "scope", "category", "tags", "trust_score", "status", "session_id")
+
+
+# -- validation -------------------------------------------------------------------------------
+
+
+def clean_content(content: Any) -> str:
+    if not isinstance(content, str):
+        raise InvalidInput("content", "must be text")
+    text = content.replace("\x00", "").strip()
+    if not text:
+        raise InvalidInput("content", "must not be empty")
+    if len(text.encode()) > MAX_CONTENT_BYTES:
+        raise InvalidInput("content", f"is longer than {MAX_CONTENT_BYTES // 1024} KiB")
+    return text
+
+
+def clean_scope(scope: Any) -> str:
+    if scope is None:
+        return ""
+    if not isinstance(scope, str):
+        raise InvalidInput("scope", "must be text like user:alice/project:beta")
+    scope = unicodedata.normalize("NFC", scope.strip()).strip("/")
+    if not scope:
+        return ""
+    if len(scope) > 255:
+        raise InvalidInput("scope", "is longer than 255 characters")
+    for segment in scope.split("/"):
+        if not _SCOPE_SEGMENT.match(segment):
+            raise InvalidInput(
+                "scope",
+                f"segment {segment!r} is not type:name (e.g. user:alice/project:beta; the type "
+                "is lowercase letters, digits, _ or -; the name has no spaces, '/' or ':')",
+            )
+    return scope
+
+
+def clean_category(category: Any) -> str:
+    if category is None:
+        return Category.GENERAL
+    if category not in Category.values:
+        raise InvalidInput("category", f"must be one of {', '.join(Category.values)}")
+    return category
+
+
+def clean_tags(tags: Any) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        tags = [t for t in tags.split(",")]
+    if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
+        raise InvalidInput("tags", "must be a list of text (or comma-separated text)")
+    clean = list(dict.fromkeys(t.strip().lower() for t in tags if t.strip()))
+    if len(clean) > MAX_TAGS:
+        raise InvalidInput("tags", f"at most {MAX_TAGS} tags")
+    if any(len(t) > 64 for t in clean):
+        raise InvalidInput("tags", "each tag is at most 64 characters")
+    return clean
+
+
+def _clean_kind(kind: Any) -> str:
+    if kind not in Kind.values:
+        raise InvalidInput("kind", f"must be one of {', '.join(Kind.values)}")
+    return kind
+
+
+def _clean_short(field: str, value: Any, limit: int) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > limit:
+        raise InvalidInput(field, f"must be text of at most {limit} characters")
+    return value.strip()
+
+
+def _clean_metadata(metadata: Any) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidInput("metadata", "must be an object")
+    import json
+
+    try:
+        size = len(json.dumps(metadata).encode())
+    except (TypeError, ValueError):
+        raise InvalidInput("metadata", "must be JSON") from None
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInput("metadata", f"is larger than {MAX_METADATA_BYTES // 1024} KiB")
+    return metadata
+
+
+def _clean_trust(field: str, value: Any, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise InvalidInput(field, "must be a number")
+    if not low <= value <= high:
+        raise InvalidInput(field, f"must be between {low:g} and {high:g}")
+    return float(value)
+
+
+def content_hash(content: str) -> str:
+    """Equal for texts that differ only in Unicode form, case or spacing."""
+    key = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _snapshot(fact: Fact, fields: tuple[str, ...] = _AUDITED) -> dict[str, Any]:
+    return {field: getattr(fact, field) for field in fields}
+
+
+def _event(
+    tenant: Tenant,
+    fact_id: int | None,
+    action: str,
+    actor: Actor,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+) -> None:
+    FactEvent.objects.create(
+        tenant=tenant,
+        fact_id=fact_id,
+        action=action,
+        actor=str(actor),
+        before=before,
+        after=after,
+        at=timezone.now(),
+    )
+
+
+def _search_vector(content: str) -> SearchVector:
+    return SearchVector(Value(analyze(content), output_field=TextField()), config="simple")
+
+
+def _schedule_embedding(tenant: Tenant) -> None:
+    from facts.tasks import facts_embed_pending
+
+    tenant_id = tenant.pk
+    # A lost message only delays embedding: beat's sweep finds unembedded facts anyway.
+    transaction.on_commit(lambda: facts_embed_pending.delay(tenant_id), robust=True)
+
+
+def _locked_fact(tenant: Tenant, fact_id: Any) -> Fact:
+    if isinstance(fact_id, bool) or not isinstance(fact_id, int):
+        try:
+            fact_id = int(fact_id)
+        except (TypeError, ValueError):
+            raise InvalidInput("fact_id", "must be a whole number") from None
+    fact = Fact.objects.for_tenant(tenant).select_for_update().filter(pk=fact_id).first()
+    if fact is None:
+        raise NotFound("fact", fact_id)
+    return fact
+
+
+def _next_position(tenant: Tenant, session_id: str) -> int:
+    with connection.cursor() as cursor:
+        # Serialise appends to one session, so two turns never get the same position.
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{tenant.pk}/{session_id}"]
+        )
+    last = (
+        Fact.objects.for_tenant(tenant)
+        .filter(kind=Kind.TURN, session_id=session_id, position__isnull=False)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
+    return 0 if last is None else last + 1
+
+
+# -- add --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AddResult:
+    fact: Fact
+    status: str  # "added" | "exists" | "restored"
+
+    @property
+    def created(self) -> bool:
+        return self.status == "added"
+
+
+def fact_add(
+    *,
+    tenant: Tenant,
+    content: Any,
+    actor: Actor,
+    kind: str = Kind.FACT,
+    scope: Any = None,
+    category: Any = None,
+    tags: Any = None,
+    session_id: Any = None,
+    position: int | None = None,
+    speaker: Any = None,
+    metadata: Any = None,
+    trust: Any = None,
+    created_at: datetime | None = None,
+) -> AddResult:
+    """Store a memory. The same fact again (same scope, same text up to case and spacing)
+    returns the existing one; a removed or archived one comes back."""
+    text = clean_content(content)
+    kind = _clean_kind(kind)
+    values = {
+        "kind": kind,
+        "content": text,
+        "content_hash": content_hash(text),
+        "scope": clean_scope(scope),
+        "category": clean_category(category),
+        "tags": clean_tags(tags),
+        "session_id": _clean_short("session_id", session_id, 128),
+        "speaker": _clean_short("speaker", speaker, 100),
+        "metadata": _clean_metadata(metadata),
+        "trust_score": (
+            tenant.setting("default_trust")
+            if trust is None
+            else _clean_trust("trust", trust, 0.0, 1.0)
+        ),
+        "created_by": str(actor),
+        "created_at": created_at or timezone.now(),
+    }
+    if position is not None and (isinstance(position, bool) or not isinstance(position, int)):
+        raise InvalidInput("position", "must be a whole number")
+    if kind == Kind.TURN and not values["session_id"]:
+        raise InvalidInput("session_id", "a turn belongs to a session")
+    with tenant_scope(tenant):
+        if kind == Kind.FACT:
+            existing = _existing_fact(tenant, values)
+            if existing is not None:
+                return _readd(tenant, existing, actor)
+        elif position is None:
+            position = _next_position(tenant, values["session_id"])
+        try:
+            with transaction.atomic():
+                fact = Fact.objects.create(
+                    tenant=tenant,
+                    position=position,
+                    search_vector=_search_vector(text),
+                    **values,
+                )
+        except IntegrityError as error:
+            # Someone stored the same fact (or turn position) a moment ago.
+            if kind == Kind.FACT and (existing := _existing_fact(tenant, values)) is not None:
+                return _readd(tenant, existing, actor)
+            if kind == Kind.TURN:
+                raise InvalidInput("position", "that session already has a turn there") from error
+            raise
+        fact_link_entities(tenant=tenant, fact=fact)
+        _event(tenant, fact.pk, EventAction.CREATE, actor, after=_snapshot(fact))
+        _schedule_embedding(tenant)
+        return AddResult(fact=fact, status="added")
+
+
+def _existing_fact(tenant: Tenant, values: dict[str, Any]) -> Fact | None:
+    return (
+        Fact.objects.for_tenant(tenant)
+        .filter(kind=Kind.FACT, scope=values["scope"], content_hash=values["content_hash"])
+        .first()
+    )
+
+
+def _readd(tenant: Tenant, fact: Fact, actor: Actor) -> AddResult:
+    if fact.status not in (Status.REMOVED, Status.ARCHIVED):
+        return AddResult(fact=fact, status="exists")
+    before = _snapshot(fact, ("status",))
+    fact.status = Status.ACTIVE
+    fact.save(update_fields=["status", "updated_at"])
+    _event(tenant, fact.pk, EventAction.RESTORE, actor, before=before, after={"status": "active"})
+    return AddResult(fact=fact, status="restored")
+
+
+# -- update, remove, restore, purge -----------------------------------------------------------
+
+_UNSET: Any = object()
+
+
+def fact_update(
+    *,
+    tenant: Tenant,
+    fact_id: Any,
+    actor: Actor,
+    content: Any = _UNSET,
+    category: Any = _UNSET,
+    tags: Any = _UNSET,
+    scope: Any = _UNSET,
+    trust_delta: Any = _UNSET,
+) -> Fact:
+    """Change what is given; the audit event records exactly the fields that changed."""
+    changes: dict[str, Any] = {}
+    if content is not _UNSET:
+        changes["content"] = clean_content(content)
+    if category is not _UNSET:
+        changes["category"] = clean_category(category)
+    if tags is not _UNSET:
+        changes["tags"] = clean_tags(tags)
+    if scope is not _UNSET:
+        changes["scope"] = clean_scope(scope)
+    delta = None if trust_delta is _UNSET else _clean_trust("trust_delta", trust_delta, -1.0, 1.0)
+    if not changes and delta is None:
+        raise InvalidInput(
+            "fact", "nothing to update: give content, category, tags, scope or trust_delta"
+        )
+    with tenant_scope(tenant):
+        fact = _locked_fact(tenant, fact_id)
+        if delta is not None:
+            changes["trust_score"] = round(min(1.0, max(0.0, fact.trust_score + delta)), 6)
+        changed = {k: v for k, v in changes.items() if getattr(fact, k) != v}
+        if not changed:
+            return fact
+        before = {k: getattr(fact, k) for k in changed}
+        for field, value in changed.items():
+            setattr(fact, field, value)
+        update_fields = [*changed, "updated_at"]
+        if "content" in changed or "scope" in changed:
+            fact.content_hash = content_hash(fact.content)
+            if fact.kind == Kind.FACT and (
+                Fact.objects.for_tenant(tenant)
+                .filter(kind=Kind.FACT, scope=fact.scope, content_hash=fact.content_hash)
+                .exclude(pk=fact.pk)
+                .exists()
+            ):
+                raise InvalidInput("content", "another fact in this scope says the same")
+            update_fields.append("content_hash")
+        if "content" in changed:
+            fact.search_vector = _search_vector(fact.content)
+            fact.embedding = None  # the old vector describes the old text
+            fact.embedding_model = ""
+            update_fields += ["search_vector", "embedding", "embedding_model"]
+        fact.save(update_fields=update_fields)
+        _event(tenant, fact.pk, EventAction.UPDATE, actor, before=before, after=changed)
+        if "content" in changed:
+            _schedule_embedding(tenant)
+        fact.refresh_from_db(fields=["search_vector"])
+        return fact
+
+
+def _set_status(
+    tenant: Tenant, fact_id: Any, actor: Actor, status: str, action: str, allowed_from: set[str]
+) -> Fact:
+    with tenant_scope(tenant):
+        fact = _locked_fact(tenant, fact_id)
+        if fact.status == status:
+            return fact
+        if fact.status not in allowed_from:
+            raise InvalidInput("fact_id", f"fact {fact.pk} is {fact.status}; cannot {action} it")
+        before = {"status": fact.status}
+        fact.status = status
+        fact.save(update_fields=["status", "updated_at"])
+        _event(tenant, fact.pk, action, actor, before=before, after={"status": status})
+        return fact
+
+
+def fact_remove(*, tenant: Tenant, fact_id: Any, actor: Actor) -> Fact:
+    """Soft removal: the fact leaves retrieval and stays, with its history, for the audit."""
+    return _set_status(
+        tenant,
+        fact_id,
+        actor,
+        Status.REMOVED,
+        EventAction.REMOVE,
+        {Status.ACTIVE, Status.ARCHIVED, Status.SUPERSEDED},
+    )
+
+
+def fact_restore(*, tenant: Tenant, fact_id: Any, actor: Actor) -> Fact:
+    return _set_status(
+        tenant,
+        fact_id,
+        actor,
+        Status.ACTIVE,
+        EventAction.RESTORE,
+        {Status.REMOVED, Status.ARCHIVED},
+    )
+
+
+def fact_purge(*, tenant: Tenant, fact_id: Any, actor: Actor, reason: str) -> int:
+    """Delete a fact for good (with its links and feedback). The audit keeps that it existed,
+    who purged it and why, but not its text. Returns the purged id."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInput("reason", "a purge needs a reason for the audit trail")
+    with tenant_scope(tenant):
+        fact = _locked_fact(tenant, fact_id)
+        purged_id = fact.pk
+        before = {
+            "kind": fact.kind,
+            "scope": fact.scope,
+            "status": fact.status,
+            "content_hash": fact.content_hash,
+            "content_length": len(fact.content),
+        }
+        Fact.objects.for_tenant(tenant).filter(pk=purged_id).delete()
+        _event(tenant, purged_id, EventAction.PURGE, actor, before=before, after={"reason": reason})
+        return purged_id
+
+
+# -- feedback ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeedbackResult:
+    fact_id: int
+    old_trust: float
+    new_trust: float
+    helpful_count: int
+    unhelpful_count: int
+
+
+def fact_feedback(*, tenant: Tenant, fact_id: Any, helpful: Any, actor: Actor) -> FeedbackResult:
+    """helpful: trust +0.05; unhelpful: -0.10; clamped to [0, 1]."""
+    if not isinstance(helpful, bool):
+        raise InvalidInput("helpful", "must be true (helpful) or false (unhelpful)")
+    with tenant_scope(tenant):
+        fact = _locked_fact(tenant, fact_id)
+        old = fact.trust_score
+        delta = TRUST_HELPFUL if helpful else TRUST_UNHELPFUL
+        fact.trust_score = round(min(1.0, max(0.0, old + delta)), 6)
+        if helpful:
+            fact.helpful_count += 1
+        else:
+            fact.unhelpful_count += 1
+        fact.save(update_fields=["trust_score", "helpful_count", "unhelpful_count", "updated_at"])
+        Feedback.objects.create(tenant=tenant, fact=fact, helpful=helpful, actor=str(actor))
+        _event(
+            tenant,
+            fact.pk,
+            EventAction.FEEDBACK,
+            actor,
+            before={"trust_score": old},
+            after={"trust_score": fact.trust_score, "helpful": helpful},
+        )
+        return FeedbackResult(
+            fact_id=fact.pk,
+            old_trust=old,
+            new_trust=fact.trust_score,
+            helpful_count=fact.helpful_count,
+            unhelpful_count=fact.unhelpful_count,
+        )

@@ -1,0 +1,39 @@
+"""Celery tasks of facts: thin, they take ids, scope to one tenant and call a service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from facts.embedding import facts_embed_batch
+from tenants.models import Tenant
+
+EMBED_BATCH = 64
+
+
+@shared_task(
+    name="facts.tasks.facts_embed_pending",
+    ignore_result=True,
+    autoretry_for=(ConnectionError, TimeoutError),
+    retry_backoff=True,
+    max_retries=5,
+)
+def facts_embed_pending(tenant_id: int) -> int:
+    """Embed the tenant's unembedded active facts, a batch at a time. Idempotent."""
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return 0
+    done = 0
+    while count := facts_embed_batch(tenant=tenant, limit=EMBED_BATCH):
+        done += count
+    return done
+
+
+@shared_task(name="facts.tasks.facts_embed_sweep", ignore_result=True)
+def facts_embed_sweep() -> int:
+    """Beat's safety net: a nudge for every tenant that still has facts waiting for a vector."""
+    from facts.embedding import tenants_with_pending_embeddings
+
+    tenant_ids = tenants_with_pending_embeddings()
+    for tenant_id in tenant_ids:
+        facts_embed_pending.delay(tenant_id)
+    return len(tenant_ids)

@@ -1,0 +1,21 @@
+"""Errors every surface (REST API, Hermes tools, admin pages) maps to a clear answer."""
+
+from __future__ import annotations
+
+
+class InvalidInput(ValueError):
+    """Bad input: the REST API answers 400, a tool answers {"error": ...}. Names the field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class NotFound(LookupError):
+    """Missing, or another tenant's: the two are indistinguishable on purpose (404)."""
+
+    def __init__(self, what: str, ident: object) -> None:
+        super().__init__(f"{what} {ident} not found")
+        self.what = what
+        self.ident = ident

@@ -1,0 +1,85 @@
+"""The default manager of every tenant-owned model: no tenant, no query.
+
+`Fact.objects.filter(...)` raises `TenantScopeError` when evaluated; `Fact.objects.for_tenant(t)`
+narrows to one tenant (and must run inside `tenant_scope(t)`, where row-level security agrees);
+`Fact.objects.all_tenants()` is the one, loudly named, bypass.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Self
+
+from django.db import models
+
+from tenants.scope import TenantScopeError
+
+if TYPE_CHECKING:
+    from tenants.models import Tenant
+
+
+class TenantQuerySet(models.QuerySet):
+    _tenant_checked = False
+
+    def for_tenant(self, tenant: Tenant | int) -> Self:
+        tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+        if not tenant_id:
+            raise TenantScopeError(f"for_tenant() needs a saved tenant, got {tenant!r}")
+        narrowed = self.filter(tenant_id=tenant_id)
+        narrowed._tenant_checked = True
+        return narrowed
+
+    def all_tenants(self) -> Self:
+        """Every tenant's rows. Only for superuser pages and cross-tenant jobs."""
+        clone = self._chain()
+        clone._tenant_checked = True
+        return clone
+
+    def _clone(self) -> Self:
+        clone = super()._clone()
+        clone._tenant_checked = self._tenant_checked
+        return clone
+
+    def _require_tenant(self) -> None:
+        if not self._tenant_checked:
+            raise TenantScopeError(
+                f"{self.model.__name__} is tenant data: query it with "
+                f"{self.model.__name__}.objects.for_tenant(tenant)"
+            )
+
+    # Every way a queryset reaches the database goes through one of these.
+    def _fetch_all(self) -> None:
+        if self._result_cache is None:
+            self._require_tenant()
+        super()._fetch_all()
+
+    def iterator(self, *args: Any, **kwargs: Any) -> Any:
+        self._require_tenant()
+        return super().iterator(*args, **kwargs)
+
+    def count(self) -> int:
+        self._require_tenant()
+        return super().count()
+
+    def exists(self) -> bool:
+        self._require_tenant()
+        return super().exists()
+
+    def aggregate(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self._require_tenant()
+        return super().aggregate(*args, **kwargs)
+
+    def update(self, **kwargs: Any) -> int:
+        self._require_tenant()
+        return super().update(**kwargs)
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        self._require_tenant()
+        return super().delete()
+
+    def explain(self, *args: Any, **kwargs: Any) -> str:
+        self._require_tenant()
+        return super().explain(*args, **kwargs)
+
+
+class TenantManager(models.Manager.from_queryset(TenantQuerySet)):  # type: ignore[misc]
+    pass

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+
+from tenants.managers import TenantManager
+
+# DESIGN.md's defaults; a tenant's `settings` holds only what it changed.
+DEFAULT_TENANT_SETTINGS: dict[str, float | int] = {
+    "weight_fts": 0.3,
+    "weight_vec": 0.5,
+    "weight_entity": 0.2,
+    "default_trust": 0.5,
+    "min_trust": 0.3,
+    "half_life_days": 90,
+    "token_budget": 1300,
+    "prefetch_ttl_s": 300,
+}
+
+
+class Tenant(models.Model):
+    """A team. Not itself tenant data: the registry every tenant-owned row points to."""
+
+    slug = models.SlugField(max_length=63, unique=True)
+    name = models.CharField(max_length=200)
+    settings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def setting(self, key: str) -> float | int:
+        return self.settings.get(key, DEFAULT_TENANT_SETTINGS[key])
+
+    @property
+    def effective_settings(self) -> dict[str, float | int]:
+        return {**DEFAULT_TENANT_SETTINGS, **self.settings}
+
+
+class TenantOwned(models.Model):
+    """Base of every tenant-owned model: a tenant column, and the manager that demands it."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+
+    objects = TenantManager()
+
+    class Meta:
+        abstract = True
+
+
+class Role(models.TextChoices):
+    ADMIN = "admin", "admin"
+    AUDITOR = "auditor", "auditor"
+
+
+class Membership(TenantOwned):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "user"], name="membership_one_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.tenant_id} as {self.role}"
+
+
+class ApiKey(TenantOwned):
+    """A credential of one tenant. The secret is shown once; only its hash is stored."""
+
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True)
+    secret_hash = models.CharField(max_length=128)
+    scopes = ArrayField(models.CharField(max_length=16), default=list)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "created_at"], name="apikey_tenant_created")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class RetentionPolicy(TenantOwned):
+    """How long a tenant's memories live. Empty limits mean "never"."""
+
+    archive_after_days_unretrieved = models.PositiveIntegerField(null=True, blank=True)
+    archive_below_trust = models.FloatField(null=True, blank=True)
+    max_active_facts = models.PositiveIntegerField(null=True, blank=True)
+    purge_archived_after_days = models.PositiveIntegerField(null=True, blank=True)
+    legal_hold = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant"], name="retention_one_per_tenant"),
+        ]
+
+    def __str__(self) -> str:
+        return f"retention policy of tenant {self.tenant_id}"
+
+
+class TenantEvent(TenantOwned):
+    """Append-only audit of changes to a tenant itself: settings, members, keys, retention."""
+
+    action = models.CharField(max_length=32)
+    actor = models.CharField(max_length=200)
+    target = models.CharField(max_length=200, blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "-at"], name="tenantevent_tenant_at")]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor} at {self.at:%Y-%m-%d %H:%M:%S}"

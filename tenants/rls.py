@@ -1,0 +1,59 @@
+"""Migration operations for the database half of tenant isolation.
+
+Row-level security admits a row when its tenant_id equals the transaction's `app.tenant_id`
+(set by `tenants.scope.tenant_scope`), or when `app.all_tenants` is 'on' (set only by
+`all_tenants_scope`). FORCE applies the policy to the table's owner too, which is the role the
+application connects as; only superusers and BYPASSRLS roles escape it, so the application's
+role must be neither (`/healthz` and a system check say so when it is).
+"""
+
+from __future__ import annotations
+
+from django.db import migrations
+
+TENANT_PREDICATE = (
+    "(current_setting('app.all_tenants', true) = 'on' "
+    "OR tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::bigint)"
+)
+
+
+def tenant_rls(table: str) -> migrations.RunSQL:
+    return migrations.RunSQL(
+        sql=[
+            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+            f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+            f"CREATE POLICY tenant_isolation ON {table} "
+            f"USING {TENANT_PREDICATE} WITH CHECK {TENANT_PREDICATE}",
+        ],
+        reverse_sql=[
+            f"DROP POLICY tenant_isolation ON {table}",
+            f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY",
+            f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
+        ],
+    )
+
+
+def same_tenant_fk(
+    table: str, column: str, target: str, *, on_delete: str = "CASCADE"
+) -> migrations.RunSQL:
+    """A foreign key on (tenant_id, column): a row can only point at its own tenant's rows."""
+    name = f"{table}_{column}_same_tenant"
+    return migrations.RunSQL(
+        sql=f"ALTER TABLE {table} ADD CONSTRAINT {name} FOREIGN KEY (tenant_id, {column}) "
+        f"REFERENCES {target} (tenant_id, id) ON DELETE {on_delete} DEFERRABLE INITIALLY DEFERRED",
+        reverse_sql=f"ALTER TABLE {table} DROP CONSTRAINT {name}",
+    )
+
+
+def append_only(table: str) -> migrations.RunSQL:
+    """Refuse UPDATE and DELETE: an audit trail that can be edited is not one."""
+    return migrations.RunSQL(
+        sql=[
+            "CREATE OR REPLACE FUNCTION mnemosyne_append_only() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION "
+            "'% is append-only', TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege'; END $$",
+            f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION mnemosyne_append_only()",
+        ],
+        reverse_sql=[f"DROP TRIGGER {table}_append_only ON {table}"],
+    )

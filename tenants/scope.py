@@ -1,0 +1,106 @@
+"""The tenant scope: every read or write of tenant data happens inside one.
+
+Two guards work together:
+- the ORM guard: tenant-owned models' default manager refuses to evaluate a query that was not
+  narrowed with `for_tenant(tenant)` (or opened with the loud `all_tenants()`);
+- the database guard: PostgreSQL row-level security on every tenant-owned table admits only rows
+  of the tenant named by the transaction-local setting `app.tenant_id`, which `tenant_scope`
+  sets. A query that forgot its filter, raw SQL included, sees no foreign row.
+
+`all_tenants_scope(reason)` is the one way past the database guard, for superuser pages and
+cross-tenant jobs that then scope each tenant in turn. Its reason is logged.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from django.db import connection, transaction
+
+if TYPE_CHECKING:
+    from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+# The tenant id the current code runs for (None outside any scope; -1 in an all-tenants scope).
+_current: contextvars.ContextVar[int | None] = contextvars.ContextVar("tenant_scope", default=None)
+ALL_TENANTS = -1
+
+
+class TenantScopeError(RuntimeError):
+    """Tenant data was touched outside a tenant scope, or two scopes were mixed."""
+
+
+def current_tenant_id() -> int | None:
+    return _current.get()
+
+
+def _tenant_pk(tenant: Tenant | int) -> int:
+    pk = tenant if isinstance(tenant, int) else tenant.pk
+    if not isinstance(pk, int) or pk <= 0:
+        raise TenantScopeError(f"not a saved tenant: {tenant!r}")
+    return pk
+
+
+def _set(name: str, value: str) -> str:
+    """Set a transaction-local setting and return its previous value."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting(%s, true), set_config(%s, %s, true)", [name, name, value]
+        )
+        previous = cursor.fetchone()[0]
+    return previous or ""
+
+
+@contextmanager
+def tenant_scope(tenant: Tenant | int) -> Iterator[int]:
+    """Run the body in a transaction that sees only `tenant`'s rows. Yields the tenant id.
+
+    Re-entering the same tenant joins the open scope; entering another tenant inside a scope
+    is an error (a leak waiting to happen), except inside an all-tenants scope.
+    """
+    tenant_id = _tenant_pk(tenant)
+    outer = _current.get()
+    if outer == tenant_id:
+        yield tenant_id
+        return
+    if outer is not None and outer != ALL_TENANTS:
+        raise TenantScopeError(f"already scoped to tenant {outer}; cannot enter tenant {tenant_id}")
+    with transaction.atomic():
+        previous_tenant = _set("app.tenant_id", str(tenant_id))
+        previous_all = _set("app.all_tenants", "off")
+        token = _current.set(tenant_id)
+        try:
+            yield tenant_id
+        finally:
+            _current.reset(token)
+            if not connection.needs_rollback:
+                # Restore, so code after the scope in an enclosing transaction sees nothing again.
+                _set("app.tenant_id", previous_tenant)
+                _set("app.all_tenants", previous_all)
+
+
+@contextmanager
+def all_tenants_scope(reason: str) -> Iterator[None]:
+    """Lift row-level security for the body. Only for superuser pages and cross-tenant jobs."""
+    if not reason.strip():
+        raise TenantScopeError("all_tenants_scope needs a reason")
+    outer = _current.get()
+    if outer is not None and outer != ALL_TENANTS:
+        raise TenantScopeError(f"already scoped to tenant {outer}; cannot see all tenants")
+    logger.info("all-tenants scope opened: %s", reason)
+    with transaction.atomic():
+        previous_tenant = _set("app.tenant_id", "")
+        previous_all = _set("app.all_tenants", "on")
+        token = _current.set(ALL_TENANTS)
+        try:
+            yield
+        finally:
+            _current.reset(token)
+            if not connection.needs_rollback:
+                _set("app.tenant_id", previous_tenant)
+                _set("app.all_tenants", previous_all)

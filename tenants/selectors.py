@@ -1,0 +1,63 @@
+"""Reads of tenant administration. Each runs inside the tenant's scope and returns plain values
+or evaluated lists, never a lazy queryset that could run later outside the scope."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from tenants.errors import NotFound
+from tenants.models import ApiKey, Membership, RetentionPolicy, Tenant, TenantEvent
+from tenants.scope import all_tenants_scope, tenant_scope
+
+
+def tenant_get(*, slug: str) -> Tenant:
+    tenant = Tenant.objects.filter(slug=slug).first()
+    if tenant is None:
+        raise NotFound("tenant", slug)
+    return tenant
+
+
+def tenants_for_user(*, user: AbstractBaseUser) -> list[tuple[Tenant, str]]:
+    """The tenants a user may open, with their role there (superusers: every tenant, admin)."""
+    if getattr(user, "is_superuser", False):
+        return [(tenant, "admin") for tenant in Tenant.objects.order_by("slug")]
+    # Which tenants is exactly the question, so this lookup spans tenants, filtered by user.
+    with all_tenants_scope("tenants of a signed-in user"):
+        rows = list(
+            Membership.objects.all_tenants()
+            .filter(user=user)
+            .select_related("tenant")
+            .order_by("tenant__slug")
+        )
+    return [(row.tenant, row.role) for row in rows]
+
+
+def membership_role(*, tenant: Tenant, user: AbstractBaseUser) -> str | None:
+    if getattr(user, "is_superuser", False):
+        return "admin"
+    with tenant_scope(tenant):
+        row = Membership.objects.for_tenant(tenant).filter(user=user).first()
+    return row.role if row else None
+
+
+def membership_list(*, tenant: Tenant) -> list[Membership]:
+    with tenant_scope(tenant):
+        return list(
+            Membership.objects.for_tenant(tenant).select_related("user").order_by("user__username")
+        )
+
+
+def apikey_list(*, tenant: Tenant) -> list[ApiKey]:
+    with tenant_scope(tenant):
+        return list(ApiKey.objects.for_tenant(tenant).order_by("-created_at", "-id"))
+
+
+def retention_policy_get(*, tenant: Tenant) -> RetentionPolicy:
+    with tenant_scope(tenant):
+        policy = RetentionPolicy.objects.for_tenant(tenant).first()
+        return policy if policy is not None else RetentionPolicy(tenant=tenant)
+
+
+def tenant_event_list(*, tenant: Tenant, limit: int = 100) -> list[TenantEvent]:
+    with tenant_scope(tenant):
+        return list(TenantEvent.objects.for_tenant(tenant).order_by("-at", "-id")[:limit])
