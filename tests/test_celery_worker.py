@@ -9,14 +9,52 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
+from facts.selectors import fact_get
+from facts.services import fact_add
 from memoryadmin.models import ServiceHeartbeat
 from memoryadmin.tasks import heartbeat
+from tenants.actors import Actor
+from tenants.services import tenant_create
 from tests.helpers import PYTHON, REPO, child_env, database_url, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def _start_worker(home: Path, log: Path, hostname: str, *args: str, **env: str | None):
+    return subprocess.Popen(
+        [PYTHON, "-m", "celery", "-A", "memoryadmin", "worker", "--concurrency", "1",
+         "--loglevel", "INFO", "--hostname", hostname, *args],
+        env=child_env(
+            MNEMOSYNE_HOME=str(home), DATABASE_URL=database_url(connection.settings_dict), **env
+        ),
+        cwd=REPO,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def _wait_ready(hostname: str) -> None:
+    # The worker announces itself when ready, so what follows cannot race its start-up.
+    wait_for(
+        lambda: ServiceHeartbeat.objects.filter(name=f"worker:{hostname}").exists(),
+        timeout=60,
+        what="the worker to start",
+    )
+
+
+def _stop(worker: subprocess.Popen, log: Path) -> None:
+    worker.send_signal(signal.SIGTERM)
+    try:
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        raise
+    finally:
+        print(log.read_text()[-3000:])
 
 
 def _filesystem_broker(home: Path) -> tuple[str, dict[str, str]]:
@@ -46,40 +84,11 @@ def test_a_worker_process_runs_a_task_sent_through_the_broker(broker: str, tmp_p
         broker_env = {"CELERY_BROKER_URL": url}
     queue = f"test-{uuid.uuid4().hex[:8]}"
     hostname = f"{queue}@test"
-    worker = subprocess.Popen(
-        [
-            PYTHON,
-            "-m",
-            "celery",
-            "-A",
-            "memoryadmin",
-            "worker",
-            "--concurrency",
-            "1",
-            "--loglevel",
-            "INFO",
-            "--hostname",
-            hostname,
-            "--queues",
-            queue,
-        ],
-        env=child_env(
-            MNEMOSYNE_HOME=str(home),
-            DATABASE_URL=database_url(connection.settings_dict),
-            **broker_env,
-        ),
-        cwd=REPO,
-        stdout=(tmp_path / "worker.log").open("wb"),
-        stderr=subprocess.STDOUT,
-    )
+    log = tmp_path / "worker.log"
+    worker = _start_worker(home, log, hostname, "--queues", queue, **broker_env)
     name = f"worker:{hostname}"
     try:
-        # The worker announces itself when ready, so the task below cannot race its start-up.
-        wait_for(
-            lambda: ServiceHeartbeat.objects.filter(name=name).exists(),
-            timeout=60,
-            what="the worker to start",
-        )
+        _wait_ready(hostname)
         ServiceHeartbeat.objects.filter(name=name).delete()
         with Connection(url, transport_options=options) as conn:
             heartbeat.apply_async(queue=queue, connection=conn)
@@ -90,11 +99,27 @@ def test_a_worker_process_runs_a_task_sent_through_the_broker(broker: str, tmp_p
         )
         assert row.pid != os.getpid(), "the task ran in the worker, not in the test process"
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            raise
-        print((tmp_path / "worker.log").read_text()[-3000:])
+        _stop(worker, log)
     assert worker.returncode == 0
+
+
+def test_a_stored_fact_is_embedded_by_a_worker_once_committed(tmp_path: Path) -> None:
+    """fact_add nudges the worker after commit, through the broker this run uses."""
+    hostname = f"embed-{uuid.uuid4().hex[:8]}@test"
+    log = tmp_path / "worker.log"
+    # Same data directory, so the same broker as this process (filesystem or Redis).
+    worker = _start_worker(Path(settings.MNEMOSYNE_HOME), log, hostname)
+    try:
+        _wait_ready(hostname)
+        actor = Actor.job("tests")
+        tenant = tenant_create(slug="embedme", name="Embed me", actor=actor)
+        fact = fact_add(tenant=tenant, content="Caroline went hiking in Yosemite", actor=actor).fact
+        embedded = wait_for(
+            lambda: fact_get(tenant=tenant, fact_id=fact.pk).embedding_model,
+            timeout=90,
+            what="the worker to embed the new fact",
+        )
+        assert embedded == "multilingual-e5-small-int8"
+        assert len(fact_get(tenant=tenant, fact_id=fact.pk).embedding) == 384
+    finally:
+        _stop(worker, log)
