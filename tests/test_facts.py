@@ -345,3 +345,25 @@ def test_actor_strings_name_who_did_it(tenant) -> None:
     fact = add(tenant, job).fact
     assert selectors.fact_get(tenant=tenant, fact_id=fact.pk).created_by == "job:retention"
     assert selectors.fact_history(tenant=tenant, fact_id=fact.pk)[0].actor == "job:retention"
+
+
+def test_vector_search_of_a_tenant_can_use_the_hnsw_index(tenant, system_actor) -> None:
+    for text in ("tea", "coffee", "hiking", "Yosemite", "老王"):
+        add(tenant, system_actor, content=f"Alice likes {text}")
+    facts_embed_batch(tenant=tenant)
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        query = (
+            "SELECT id FROM facts_fact WHERE tenant_id = %s AND status = 'active' "
+            "AND embedding_model = 'multilingual-e5-small-int8' "
+            "ORDER BY embedding::vector(384) <=> (SELECT embedding FROM facts_fact WHERE id = %s)"
+            "::vector(384) LIMIT 3"
+        )
+        first = selectors.fact_list(tenant=tenant).facts[-1]
+        cursor.execute("EXPLAIN " + query, [tenant.pk, first.pk])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute(query, [tenant.pk, first.pk])
+        nearest = [row[0] for row in cursor.fetchall()]
+    assert "fact_embedding_e5_small" in plan
+    assert nearest[0] == first.pk
