@@ -179,6 +179,7 @@ class FactEvent(TenantOwned):
     class Meta:
         indexes = [
             models.Index(fields=["tenant", "fact_id", "at"], name="factevent_fact"),
+            models.Index(fields=["tenant", "id"], name="factevent_tenant_id"),
             models.Index(fields=["tenant", "-at"], name="factevent_tenant_at"),
             models.Index(fields=["tenant", "actor"], name="factevent_actor"),
         ]

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib.postgres.search import SearchVector
+from django.contrib.postgres.search import CombinedSearchVector, SearchVector
 from django.db import IntegrityError, connection, transaction
-from django.db.models import TextField, Value
+from django.db.models import F, TextField, Value
 from django.utils import timezone
 
 from facts.entities import fact_link_entities
@@ -164,8 +164,11 @@ def _event(
     )
 
 
-def _search_vector(content: str) -> SearchVector:
-    return SearchVector(Value(analyze(content), output_field=TextField()), config="simple")
+def _search_vector(content: str) -> CombinedSearchVector:
+    analyzed = analyze(content)
+    return SearchVector(
+        Value(analyzed.latin, output_field=TextField()), config="english"
+    ) + SearchVector(Value(analyzed.han, output_field=TextField()), config="simple")
 
 
 def _schedule_embedding(tenant: Tenant) -> None:
@@ -471,4 +474,14 @@ def fact_feedback(*, tenant: Tenant, fact_id: Any, helpful: Any, actor: Actor) -
             new_trust=fact.trust_score,
             helpful_count=fact.helpful_count,
             unhelpful_count=fact.unhelpful_count,
+        )
+
+
+def fact_record_retrievals(*, tenant: Tenant, fact_ids: list[int], at: datetime) -> int:
+    """Count that these facts were shown to an agent. Not audited: reading is not a change."""
+    with tenant_scope(tenant):
+        return (
+            Fact.objects.for_tenant(tenant)
+            .filter(pk__in=fact_ids)
+            .update(retrieval_count=F("retrieval_count") + 1, last_retrieved_at=at)
         )

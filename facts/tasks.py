@@ -37,3 +37,15 @@ def facts_embed_sweep() -> int:
     for tenant_id in tenant_ids:
         facts_embed_pending.delay(tenant_id)
     return len(tenant_ids)
+
+
+@shared_task(name="facts.tasks.facts_record_retrievals", ignore_result=True)
+def facts_record_retrievals(tenant_id: int, fact_ids: list[int], at: str) -> int:
+    from datetime import datetime
+
+    from facts.services import fact_record_retrievals
+
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return 0
+    return fact_record_retrievals(tenant=tenant, fact_ids=fact_ids, at=datetime.fromisoformat(at))

@@ -143,7 +143,7 @@ MNEMOSYNE_BROKER_DIR = MNEMOSYNE_HOME / "broker"
 if not CELERY_BROKER_URL:
     # kombu's filesystem transport: no server, one host. Every process must use the same
     # absolute folders, control folder included (its default is a relative path).
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost//"  # the host part is unused
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(MNEMOSYNE_BROKER_DIR / "queue"),
         "data_folder_out": str(MNEMOSYNE_BROKER_DIR / "queue"),
@@ -178,7 +178,7 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 # Dotted path of the entity extractor `(text) -> list[facts.entities.FoundEntity]`; empty: none.
-MNEMOSYNE_ENTITY_EXTRACTOR = env_str("MNEMOSYNE_ENTITY_EXTRACTOR", "")
+MNEMOSYNE_ENTITY_EXTRACTOR = env_str("MNEMOSYNE_ENTITY_EXTRACTOR", "facts.extract.extract_entities")
 
 # -- Mnemosyne --------------------------------------------------------------------------------
 # Which sentence embedder turns text into vectors ("default", "e5", "use", "onnx:/dir",

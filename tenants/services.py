@@ -42,7 +42,7 @@ _SETTING_BOUNDS: dict[str, tuple[float, float, bool]] = {
     "weight_entity": (0.0, 100.0, False),
     "default_trust": (0.0, 1.0, False),
     "min_trust": (0.0, 1.0, False),
-    "half_life_days": (0.001, 36500.0, False),
+    "half_life_days": (0.0, 36500.0, False),  # 0: no temporal decay
     "token_budget": (100, 32000, True),
     "prefetch_ttl_s": (0, 86400, True),
 }

@@ -59,7 +59,7 @@ def _stop(worker: subprocess.Popen, log: Path) -> None:
 
 def _filesystem_broker(home: Path) -> tuple[str, dict[str, str]]:
     folder = home / "broker"
-    return "filesystem://", {
+    return "filesystem://localhost//", {
         "data_folder_in": str(folder / "queue"),
         "data_folder_out": str(folder / "queue"),
         "control_folder": str(folder / "control"),

@@ -132,14 +132,16 @@ def test_turns_are_numbered_within_their_session(tenant, system_actor) -> None:
 
 
 def test_the_search_vector_is_filled_for_chinese_and_english(tenant, system_actor) -> None:
-    fact = add(tenant, system_actor, content="老王下周三去上海出差 with Alice").fact
+    fact = add(tenant, system_actor, content="老王下周三去上海出差, hiking with Alice").fact
     with tenant_scope(tenant), connection.cursor() as cursor:
         cursor.execute(
             "SELECT search_vector @@ to_tsquery('simple', '上海'), "
-            "search_vector @@ to_tsquery('simple', 'alice') FROM facts_fact WHERE id = %s",
+            "search_vector @@ to_tsquery('simple', '老王'), "
+            "search_vector @@ to_tsquery('english', 'hikes'), "  # stemmed: hike
+            "search_vector @@ to_tsquery('english', 'Alice') FROM facts_fact WHERE id = %s",
             [fact.pk],
         )
-        assert cursor.fetchone() == (True, True)
+        assert cursor.fetchone() == (True, True, True, True)
 
 
 # -- entities ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ def _actions(tenant) -> list[str]:
 
 def test_a_new_tenant_has_the_design_defaults_and_an_empty_retention_policy(tenant) -> None:
     assert tenant.effective_settings == DEFAULT_TENANT_SETTINGS
-    assert tenant.setting("half_life_days") == 90 and tenant.setting("token_budget") == 1300
+    assert tenant.setting("half_life_days") == 0 and tenant.setting("token_budget") == 1300
     policy = selectors.retention_policy_get(tenant=tenant)
     assert policy.pk and policy.max_active_facts is None and policy.legal_hold is False
     assert _actions(tenant) == ["tenant_create"]
@@ -54,14 +54,14 @@ def test_settings_update_is_validated_and_audited(tenant, owner_actor) -> None:
     assert tenant.setting("half_life_days") == 30.0 and tenant.setting("token_budget") == 2000
     event = selectors.tenant_event_list(tenant=tenant)[0]
     assert (event.action, event.actor) == ("settings_update", str(owner_actor))
-    assert event.before["half_life_days"] == 90 and event.after["half_life_days"] == 30
+    assert event.before["half_life_days"] == 0 and event.after["half_life_days"] == 30
 
 
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
         ({"weight_fts": -0.1}, "settings.weight_fts"),
-        ({"half_life_days": 0}, "settings.half_life_days"),
+        ({"half_life_days": -1}, "settings.half_life_days"),
         ({"token_budget": 50}, "settings.token_budget"),
         ({"token_budget": 1300.5}, "settings.token_budget"),
         ({"min_trust": "high"}, "settings.min_trust"),

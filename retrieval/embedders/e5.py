@@ -55,6 +55,10 @@ class E5Tokenizer:
         # characters; SentencePiece then trims and collapses the spaces.
         return text.translate(self._table)
 
+    def count(self, text: str) -> int:
+        """Tokens of `text`, without the model's length cut or its two special tokens."""
+        return len(self._sp.encode(self.normalise(text)))
+
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         pieces = self._sp.encode([self.normalise(t) for t in texts])
         # Long texts are cut at the model's 512 positions; chunking belongs to the caller.

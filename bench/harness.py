@@ -1,0 +1,70 @@
+"""What every benchmark shares: a throwaway database, progress lines, figures as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def bench_database() -> Iterator[None]:
+    """A fresh, migrated database, dropped afterwards.
+
+    The embedded PostgreSQL in a temporary data directory by default; with DATABASE_URL set, a
+    `test_<name>` database on that server. Prepared models are shared with the product's
+    (MNEMOSYNE_MODEL_DIR), so the default embedder is converted once, not per run.
+    """
+    home = None
+    if not os.environ.get("DATABASE_URL"):
+        home = Path(tempfile.mkdtemp(prefix="mnemosyne-bench-"))
+        os.environ["MNEMOSYNE_HOME"] = str(home)
+    os.environ.setdefault("MNEMOSYNE_MODEL_DIR", str(REPO / ".mnemosyne" / "models"))
+    os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key-0123456789abcdefghij")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+
+    from memoryadmin.embedded_db import server_for_home
+
+    server = server_for_home(settings.MNEMOSYNE_HOME) if settings.MNEMOSYNE_EMBEDDED_DB else None
+    if server is not None:
+        server.start()
+    old_name = connection.settings_dict["NAME"]
+    try:
+        progress("preparing a fresh database")
+        connection.creation.create_test_db(verbosity=0, autoclobber=True)
+        try:
+            yield
+        finally:
+            connection.creation.destroy_test_db(old_name, verbosity=0)
+    finally:
+        if server is not None:
+            from django.db import connections
+
+            connections.close_all()
+            server.stop()
+        if home is not None:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def write_json(path: str | None, figures: dict[str, Any]) -> None:
+    if path:
+        Path(path).write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+        progress(f"figures written to {path}")

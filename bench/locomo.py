@@ -1,0 +1,153 @@
+"""Recall on LoCoMo: every dialogue turn one memory, every question with evidence asked.
+
+    python -m bench.locomo --data PATH [--k 1,5,10,25] [--channels fts,vec,entity] [--json OUT]
+
+For each conversation: a fresh tenant; each turn stored as "<speaker>: <text>" (plus
+" [image: <caption>]"), dated by its session, scoped to the conversation, embedded; then
+recall@k = the share of a question's evidence turns found in the top k, averaged over questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.harness import bench_database, progress, write_json
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+def parse_session_date(text: str) -> datetime:
+    # "1:56 pm on 8 May, 2023"
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def turns_of(conversation: dict[str, Any]) -> list[dict[str, Any]]:
+    turns = []
+    numbers = sorted(
+        int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key))
+    )
+    for number in numbers:
+        when = parse_session_date(conversation[f"session_{number}_date_time"])
+        for position, turn in enumerate(conversation[f"session_{number}"]):
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [image: {turn['blip_caption']}]"
+            turns.append(
+                {
+                    "dia_id": turn["dia_id"],
+                    "text": text,
+                    "speaker": turn["speaker"],
+                    "session": f"session_{number}",
+                    "position": position,
+                    "created_at": when,
+                }
+            )
+    return turns
+
+
+def run(data: Path, ks: list[int], channels: list[str], decay: bool) -> dict[str, Any]:
+    from facts.embedding import facts_embed_batch
+    from facts.services import fact_add
+    from retrieval.search import recall_search
+    from tenants.actors import Actor
+    from tenants.services import tenant_create
+
+    actor = Actor.job("bench.locomo")
+    conversations = json.loads(data.read_text())
+    found: dict[int, list[float]] = defaultdict(list)
+    by_category: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    ingest_s = query_s = 0.0
+    questions = 0
+    for index, sample in enumerate(conversations):
+        name = sample.get("sample_id", f"conv-{index}")
+        tenant = tenant_create(slug=f"locomo-{index}", name=name, actor=actor)
+        turns = turns_of(sample["conversation"])
+        started = time.perf_counter()
+        ids: dict[int, str] = {}
+        last_date = max(t["created_at"] for t in turns)
+        for turn in turns:
+            fact = fact_add(
+                tenant=tenant,
+                content=turn["text"],
+                kind="turn",
+                scope=f"conversation:{name}",
+                session_id=turn["session"],
+                position=turn["position"],
+                speaker=turn["speaker"],
+                created_at=turn["created_at"],
+                actor=actor,
+            ).fact
+            ids[fact.pk] = turn["dia_id"]
+        while facts_embed_batch(tenant=tenant, limit=64):
+            pass
+        ingest_s += time.perf_counter() - started
+        progress(f"{name}: {len(turns)} turns stored and embedded; asking its questions")
+        started = time.perf_counter()
+        for qa in sample["qa"]:
+            evidence = set(qa.get("evidence") or [])
+            if not evidence:
+                continue
+            questions += 1
+            hits = recall_search(
+                tenant=tenant,
+                query=qa["question"],
+                k=max(ks),
+                channels=channels,
+                half_life_days=None if decay else 0,
+                now=last_date,
+            ).hits
+            ranked = [ids[h.fact.pk] for h in hits]
+            category = CATEGORIES.get(qa.get("category"), str(qa.get("category")))
+            for k in ks:
+                share = len(evidence & set(ranked[:k])) / len(evidence)
+                found[k].append(share)
+                by_category[category][k].append(share)
+        query_s += time.perf_counter() - started
+    mean = lambda values: round(sum(values) / len(values), 4) if values else 0.0  # noqa: E731
+    return {
+        "recall": {str(k): mean(found[k]) for k in ks},
+        "by_category": {
+            category: {str(k): mean(values[k]) for k in ks}
+            for category, values in sorted(by_category.items())
+        },
+        "questions": questions,
+        "conversations": len(conversations),
+        "channels": channels,
+        "decay": decay,
+        "ingest_s": round(ingest_s, 1),
+        "query_ms_mean": round(1000 * query_s / max(questions, 1), 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="a LoCoMo-format JSON file")
+    parser.add_argument("--k", default="1,5,10,25", help="comma-separated cut-offs")
+    parser.add_argument("--channels", default="fts,vec,entity")
+    parser.add_argument("--no-decay", action="store_true", help="turn temporal decay off")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    if not args.data.is_file():
+        parser.error(f"--data {args.data}: no such file")
+    ks = [int(k) for k in args.k.split(",")]
+    channels = [c.strip() for c in args.channels.split(",") if c.strip()]
+    with bench_database():
+        figures = run(args.data, ks, channels, decay=not args.no_decay)
+    print(f"LoCoMo recall ({figures['questions']} questions, channels {','.join(channels)}, "
+          f"decay {'on' if figures['decay'] else 'off'})")  # fmt: skip
+    print("  overall      " + "  ".join(f"R@{k} {v:.3f}" for k, v in figures["recall"].items()))
+    for category, recall in figures["by_category"].items():
+        print(f"  {category:<12} " + "  ".join(f"R@{k} {v:.3f}" for k, v in recall.items()))
+    print(f"  ingest {figures['ingest_s']} s, {figures['query_ms_mean']} ms per question")
+    write_json(args.json, figures)
+
+
+if __name__ == "__main__":
+    main()

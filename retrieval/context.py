@@ -1,0 +1,201 @@
+"""Context assembly: the block of memories an agent reads before a turn, within a token budget.
+
+Three levels, deduplicated across them:
+1. hot restore (first turn of a resumed session): the last turns of that session, in order;
+2. the tenant's most important facts (importance, then trust, then helpful feedback);
+3. the query's hybrid recall results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.core.cache import cache
+from django.db import connection
+from django.utils import timezone
+
+from facts.models import Fact, Kind, Status
+from retrieval.search import recall_search
+from retrieval.tokens import count_tokens
+from tenants.errors import InvalidInput
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+
+logger = logging.getLogger(__name__)
+
+HOT_RESTORE_TURNS = 10
+IMPORTANT_FACTS = 20
+RECALL_RESULTS = 20
+# Shares of the budget levels 1 and 2 may take at most; recall gets the rest.
+HOT_SHARE, IMPORTANT_SHARE = 0.4, 0.25
+
+
+@dataclass
+class ContextBlock:
+    text: str
+    tokens: int
+    levels: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def fact_ids(self) -> list[int]:
+        return [i for ids in self.levels.values() for i in ids]
+
+
+def _turn_line(fact: Fact) -> str:
+    said = fact.content
+    if fact.speaker and not said.startswith(f"{fact.speaker}:"):
+        said = f"{fact.speaker}: {said}"
+    return f"[{fact.created_at:%Y-%m-%d}] {said}"
+
+
+def _fact_line(fact: Fact) -> str:
+    if fact.kind == Kind.TURN:
+        return f"- {_turn_line(fact)}"
+    return f"- {fact.content}" + (f" ({fact.category})" if fact.category != "general" else "")
+
+
+class _Budget:
+    def __init__(self, total: int) -> None:
+        self.left = total
+        self.used = 0
+
+    def take(
+        self,
+        lines: list[str],
+        header: str,
+        facts: list[Fact],
+        limit: int,
+        line_of: Callable[[Fact], str] = _fact_line,
+    ) -> list[int]:
+        """Add whole lines while they fit both the level's limit and what is left."""
+        cost = count_tokens(header) + 1
+        if not facts or cost > min(limit, self.left):
+            return []
+        kept: list[int] = []
+        section = [header]
+        for fact in facts:
+            line = line_of(fact)
+            line_cost = count_tokens(line) + 1
+            if cost + line_cost > min(limit, self.left):
+                break
+            section.append(line)
+            kept.append(fact.pk)
+            cost += line_cost
+        if kept:
+            lines.extend(section)
+            self.left -= cost
+            self.used += cost
+        return kept
+
+
+def context_build(
+    *,
+    tenant: Tenant,
+    query: str | None = None,
+    scope: str | None = None,
+    session_id: str | None = None,
+    hot_restore: bool = False,
+    important: bool = True,
+    budget: int | None = None,
+) -> ContextBlock:
+    total = tenant.setting("token_budget") if budget is None else budget
+    if isinstance(total, bool) or not isinstance(total, int) or not 50 <= total <= 32000:
+        raise InvalidInput("budget", "must be a whole number of tokens from 50 to 32000")
+    lines: list[str] = []
+    levels: dict[str, list[int]] = {}
+    seen: set[int] = set()
+    room = _Budget(total)
+    prefix = (scope or "").strip().strip("/")
+    with tenant_scope(tenant):
+        facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
+        if prefix:
+            facts = facts.filter(scope__startswith=prefix)
+        facts = facts.defer("embedding", "search_vector")
+        if hot_restore and session_id:
+            recent = list(
+                facts.filter(kind=Kind.TURN, session_id=session_id).order_by("-position")[
+                    :HOT_RESTORE_TURNS
+                ]
+            )[::-1]
+            levels["recent"] = room.take(
+                lines, "## Recent conversation", recent, int(total * HOT_SHARE), _turn_line
+            )
+            seen.update(levels["recent"])
+        if important:
+            top = [
+                f
+                for f in facts.filter(
+                    kind=Kind.FACT, trust_score__gte=tenant.setting("min_trust")
+                ).order_by("-importance", "-trust_score", "-helpful_count", "-created_at")[
+                    :IMPORTANT_FACTS
+                ]
+                if f.pk not in seen
+            ]
+            share = total if not query else int(total * IMPORTANT_SHARE)
+            levels["important"] = room.take(lines, "## Known facts", top, share)
+            seen.update(levels["important"])
+        if query:
+            hits = recall_search(tenant=tenant, query=query, k=RECALL_RESULTS, scope=prefix)
+            found = [h.fact for h in hits.hits if h.fact.pk not in seen]
+            levels["relevant"] = room.take(lines, "## Relevant memories", found, room.left)
+    return ContextBlock(text="\n".join(lines), tokens=room.used, levels=levels)
+
+
+def _generation(tenant_id: int) -> int:
+    """Changes with every audited write to the tenant: the newest audit event's id."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(id) FROM facts_factevent WHERE tenant_id = %s", [tenant_id])
+        return cursor.fetchone()[0] or 0
+
+
+def context_cached(
+    *,
+    tenant: Tenant,
+    query: str | None = None,
+    scope: str | None = None,
+    session_id: str | None = None,
+    hot_restore: bool = False,
+    important: bool = True,
+    budget: int | None = None,
+) -> ContextBlock:
+    """context_build, cached per (tenant, scope, query, ...) for the tenant's prefetch TTL.
+
+    The key carries the tenant's write generation, so any write to the tenant (from any
+    process) makes the old entries unreachable at once.
+    """
+    ttl = int(tenant.setting("prefetch_ttl_s"))
+    arguments = dict(
+        query=query,
+        scope=scope,
+        session_id=session_id,
+        hot_restore=hot_restore,
+        important=important,
+        budget=budget,
+    )
+    if ttl <= 0:
+        return context_build(tenant=tenant, **arguments)
+    with tenant_scope(tenant) as tenant_id:
+        generation = _generation(tenant_id)
+        digest = hashlib.sha256(repr(sorted(arguments.items())).encode()).hexdigest()[:32]
+        key = f"mnemosyne:{tenant_id}:context:{generation}:{digest}"
+        block = cache.get(key)
+        if block is None:
+            block = context_build(tenant=tenant, **arguments)
+            cache.set(key, block, ttl)
+    _record_retrievals(tenant, block.fact_ids)
+    return block
+
+
+def _record_retrievals(tenant: Tenant, fact_ids: list[int]) -> None:
+    """Count what agents were shown, off the read path: a task does the UPDATE."""
+    if not fact_ids:
+        return
+    from facts.tasks import facts_record_retrievals
+
+    try:
+        facts_record_retrievals.delay(tenant.pk, fact_ids, timezone.now().isoformat())
+    except Exception:  # noqa: BLE001 - a broker outage must not fail recall; the count is lost
+        logger.warning("tenant %s: retrieval counts not sent", tenant.pk, exc_info=True)

@@ -1,0 +1,270 @@
+"""Hybrid recall and context assembly, as an agent would notice them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.utils import timezone
+
+from facts import services
+from facts.embedding import facts_embed_batch
+from facts.models import Fact
+from facts.selectors import fact_get
+from retrieval.context import context_build, context_cached
+from retrieval.embedders import get_embedder
+from retrieval.search import recall_search
+from retrieval.tokens import count_tokens
+from tenants.errors import InvalidInput
+from tenants.scope import tenant_scope
+from tenants.services import tenant_create
+
+pytestmark = pytest.mark.django_db
+
+FACTS = [
+    "Alice prefers green tea over coffee in the morning",
+    "The Northstar project ships its beta on Friday",
+    "Bob is allergic to peanuts",
+    "老王下周三去上海出差",
+    "团队每周一上午十点开站会",
+    "The staging database runs PostgreSQL 18 with pgvector",
+]
+
+
+def _store(tenant, actor, texts=FACTS, embed=True, **kw) -> list[Fact]:
+    facts = [services.fact_add(tenant=tenant, content=t, actor=actor, **kw).fact for t in texts]
+    if embed:
+        while facts_embed_batch(tenant=tenant):
+            pass
+    return facts
+
+
+def _top(tenant, query: str, **kw) -> list[str]:
+    return [h.fact.content for h in recall_search(tenant=tenant, query=query, **kw).hits]
+
+
+def test_english_and_chinese_questions_find_their_facts(tenant, system_actor) -> None:
+    _store(tenant, system_actor)
+    assert _top(tenant, "what does Alice like to drink?")[0] == FACTS[0]
+    assert _top(tenant, "When does Northstar ship?")[0] == FACTS[1]
+    assert _top(tenant, "老王什么时候去上海")[0] == FACTS[3]
+    assert _top(tenant, "站会是几点")[0] == FACTS[4]
+
+
+def test_a_fact_is_found_by_full_text_before_it_is_embedded(tenant, system_actor) -> None:
+    _store(tenant, system_actor, embed=False)
+    hits = recall_search(tenant=tenant, query="peanuts allergy").hits
+    assert hits[0].fact.content == FACTS[2]
+    assert hits[0].channels["fts"] == 1.0 and hits[0].channels["vec"] == 0.0
+
+
+def test_english_questions_find_chinese_memories_by_meaning(tenant, system_actor) -> None:
+    # No shared word: only the vector channel can make these matches.
+    _store(tenant, system_actor)
+    assert _top(tenant, "business trip to Shanghai", channels=["vec"])[0] == FACTS[3]
+    assert _top(tenant, "team stand-up meeting time", channels=["vec"])[0] == FACTS[4]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["'\"", "a & | ! ( ) :* <-> \\", "DROP TABLE facts_fact; --", "%_%", "''''", "😀", "ñ" * 3000],
+)
+def test_no_query_text_can_break_recall(tenant, system_actor, query) -> None:
+    _store(tenant, system_actor, embed=False)
+    result = recall_search(tenant=tenant, query=query)
+    assert isinstance(result.hits, list)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"query": "  "}, "query"),
+        ({"query": None}, "query"),
+        ({"query": "tea", "k": 0}, "k"),
+        ({"query": "tea", "k": 1000}, "k"),
+        ({"query": "tea", "channels": ["magic"]}, "channels"),
+        ({"query": "tea", "kind": "note"}, "kind"),
+        ({"query": "tea", "min_trust": 2}, "min_trust"),
+    ],
+)
+def test_bad_recall_arguments_are_named(tenant, kwargs, field) -> None:
+    with pytest.raises(InvalidInput) as error:
+        recall_search(tenant=tenant, **kwargs)
+    assert error.value.field == field
+
+
+def test_filters_trust_and_status(tenant, system_actor) -> None:
+    work = services.fact_add(
+        tenant=tenant,
+        content="the deploy key lives in the vault",
+        scope="user:alice/project:beta",
+        category="project",
+        actor=system_actor,
+    ).fact
+    services.fact_add(
+        tenant=tenant, content="the deploy key of my blog", scope="user:bob", actor=system_actor
+    )
+    doubtful = services.fact_add(
+        tenant=tenant, content="the deploy key is on a sticky note", trust=0.2, actor=system_actor
+    ).fact
+    removed = services.fact_add(
+        tenant=tenant, content="the deploy key is in git", actor=system_actor
+    ).fact
+    services.fact_remove(tenant=tenant, fact_id=removed.pk, actor=system_actor)
+    all_ids = {h.fact.pk for h in recall_search(tenant=tenant, query="deploy key").hits}
+    assert removed.pk not in all_ids, "a removed fact leaves retrieval"
+    assert doubtful.pk not in all_ids, "below the tenant's min_trust (0.3)"
+    assert doubtful.pk in {
+        h.fact.pk for h in recall_search(tenant=tenant, query="deploy key", min_trust=0).hits
+    }
+    scoped = recall_search(tenant=tenant, query="deploy key", scope="user:alice").hits
+    assert [h.fact.pk for h in scoped] == [work.pk]
+    assert [
+        h.fact.pk for h in recall_search(tenant=tenant, query="deploy", category="project").hits
+    ] == [work.pk]
+
+
+def test_trust_and_age_order_equally_relevant_facts(tenant, system_actor) -> None:
+    old = services.fact_add(
+        tenant=tenant,
+        content="standup moved to ten",
+        created_at=timezone.now() - timedelta(days=180),
+        actor=system_actor,
+    ).fact
+    new = services.fact_add(tenant=tenant, content="standup moved to 10", actor=system_actor).fact
+    decayed = recall_search(tenant=tenant, query="standup moved", half_life_days=90).hits
+    assert [h.fact.pk for h in decayed] == [new.pk, old.pk]
+    assert decayed[1].factors["decay"] == pytest.approx(0.25, abs=0.01)
+    for _ in range(6):
+        services.fact_feedback(tenant=tenant, fact_id=old.pk, helpful=True, actor=system_actor)
+    services.fact_feedback(tenant=tenant, fact_id=new.pk, helpful=False, actor=system_actor)
+    trusted = recall_search(tenant=tenant, query="standup moved").hits
+    assert trusted[0].fact.pk == old.pk, "decay is off by default: the trusted fact leads"
+    assert trusted[0].explain()["factors"]["trust"] == pytest.approx(0.8)
+
+
+def test_conversation_turns_lift_their_neighbours(tenant, system_actor) -> None:
+    lines = [
+        ("Caroline", "Guess where I went last weekend!"),
+        ("Melanie", "Where?"),
+        ("Caroline", "Yosemite, we hiked to Half Dome"),
+        ("Melanie", "Wow, sounds amazing"),
+    ]
+    for speaker, text in lines:
+        services.fact_add(
+            tenant=tenant, content=text, kind="turn", session_id="s1", speaker=speaker,
+            actor=system_actor,
+        )  # fmt: skip
+    while facts_embed_batch(tenant=tenant):
+        pass
+    hits = recall_search(tenant=tenant, query="Where did Caroline go hiking?", kind="turn").hits
+    assert hits[0].fact.content == "Yosemite, we hiked to Half Dome"
+    assert hits[0].factors["speaker"] > 0 and hits[0].factors["neighbour"] > 0
+
+
+def test_an_outsider_recalls_nothing_of_this_tenant(tenant, other_tenant, system_actor) -> None:
+    _store(tenant, system_actor)
+    _store(other_tenant, system_actor, texts=["Globex keeps its secrets in Springfield"])
+    for query in FACTS:
+        hits = recall_search(tenant=other_tenant, query=query, min_trust=0).hits
+        assert {h.fact.tenant_id for h in hits} <= {other_tenant.pk}
+    block = context_build(tenant=other_tenant, query="Alice tea Northstar 老王")
+    assert "Alice" not in block.text and "老王" not in block.text
+
+
+def test_a_small_tenant_among_large_ones_still_gets_its_k_best(tenant, system_actor) -> None:
+    big = tenant_create(slug="big", name="Big", actor=system_actor)
+    mine = _store(tenant, system_actor, texts=[f"release checklist item {i}" for i in range(5)])
+    embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
+    query_vector = embedder.embed(["release checklist"], purpose="query")[0]
+    rng = np.random.default_rng(7)
+    crowd = []
+    for i in range(1000):
+        # The big tenant's vectors all sit closer to the query than the small tenant's do.
+        vector = query_vector + rng.normal(0, 0.01, query_vector.shape).astype(np.float32)
+        crowd.append(
+            Fact(
+                tenant=big, content=f"crowd {i}", content_hash=f"{i:064d}", created_by="test",
+                created_at=timezone.now(), embedding=vector / np.linalg.norm(vector),
+                embedding_model=embedder.name,
+            )
+        )  # fmt: skip
+    with tenant_scope(big):
+        Fact.objects.bulk_create(crowd, batch_size=500)
+    with connection.cursor() as cursor:
+        # Leave the planner only the HNSW index (this test's transaction is rolled back): a
+        # small tenant could otherwise be served by a tenant index and an exact sort.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(
+            "SELECT conname FROM pg_constraint WHERE conrelid = 'facts_fact'::regclass "
+            "AND contype = 'u'"
+        )
+        for (name,) in cursor.fetchall():
+            cursor.execute(f"ALTER TABLE facts_fact DROP CONSTRAINT {name} CASCADE")
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'facts_fact' "
+            "AND indexdef LIKE '%%(tenant_id%%'"
+        )
+        for (name,) in cursor.fetchall():
+            cursor.execute(f"DROP INDEX {name}")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("ANALYZE facts_fact")
+    hits = recall_search(tenant=tenant, query="release checklist", k=5, channels=["vec"]).hits
+    assert sorted(h.fact.pk for h in hits) == sorted(f.pk for f in mine)
+    # The control: without iterative scans the index gives up early and the tenant gets less.
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
+        cursor.execute(
+            "SELECT count(*) FROM (SELECT id FROM facts_fact WHERE tenant_id = %s "
+            "AND status = 'active' AND embedding_model = %s "
+            "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 5) t",
+            [tenant.pk, embedder.name, str(query_vector.tolist())],
+        )
+        assert cursor.fetchone()[0] < 5
+
+
+# -- context ----------------------------------------------------------------------------------
+
+
+def test_context_levels_are_deduplicated_and_fit_the_budget(tenant, system_actor) -> None:
+    _store(tenant, system_actor)
+    for text in ["Let's plan the Northstar beta", "Friday works for me"]:
+        services.fact_add(
+            tenant=tenant, content=text, kind="turn", session_id="s9", speaker="Dana",
+            actor=system_actor,
+        )  # fmt: skip
+    block = context_build(
+        tenant=tenant, query="When does Northstar ship?", session_id="s9", hot_restore=True
+    )
+    assert block.text.startswith("## Recent conversation\n")
+    assert "Dana: Let's plan the Northstar beta" in block.text
+    assert block.text.index("Let's plan") < block.text.index("Friday works")
+    assert "## Known facts" in block.text
+    assert len(block.fact_ids) == len(set(block.fact_ids)), "no fact appears twice"
+    assert block.tokens == pytest.approx(count_tokens(block.text), abs=len(block.text.splitlines()))
+    small = context_build(tenant=tenant, query="Northstar", budget=60)
+    assert 0 < count_tokens(small.text) <= 60
+
+
+def test_the_prefetch_cache_is_invalidated_by_any_write(tenant, system_actor) -> None:
+    cache.clear()
+    _store(tenant, system_actor, embed=False)
+    first = context_cached(tenant=tenant, query="who likes tea?")
+    assert context_cached(tenant=tenant, query="who likes tea?").text == first.text
+    services.fact_add(tenant=tenant, content="Carol likes tea too", actor=system_actor)
+    assert "Carol likes tea too" in context_cached(tenant=tenant, query="who likes tea?").text
+
+
+def test_retrieval_counts_are_kept(tenant, system_actor) -> None:
+    from facts.tasks import facts_record_retrievals
+
+    fact = _store(tenant, system_actor, embed=False)[0]
+    now = timezone.now()
+    assert facts_record_retrievals(tenant.pk, [fact.pk], now.isoformat()) == 1
+    facts_record_retrievals(tenant.pk, [fact.pk], now.isoformat())
+    stored = fact_get(tenant=tenant, fact_id=fact.pk)
+    assert stored.retrieval_count == 2 and stored.last_retrieved_at == now
