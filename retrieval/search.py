@@ -36,6 +36,7 @@ NEIGHBOUR_SHARE = 0.3
 SESSION_SHARE = 0.15
 SPEAKER_BONUS = 0.05
 BM25_K1, BM25_B = 1.2, 0.75
+ENTITY_GATED = True
 _DF_TTL_S = 300
 
 
@@ -170,6 +171,16 @@ def _entity_scores(tenant_id: int, query: str, filters: sql.Filters) -> dict[int
 # -- fusion -----------------------------------------------------------------------------------
 
 
+def _fuse(fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, float]) -> float:
+    """Weighted sum of the channels. With ENTITY_GATED, entities only re-rank what the text
+    and vector channels found: alone they pulled in every turn that names a common person."""
+    textual = [c for c in normalised if c != "entity"]
+    score = sum(weights[c] * normalised[c].get(fid, 0.0) for c in textual)
+    if "entity" in normalised and (score > 0 or not ENTITY_GATED or not textual):
+        score += weights["entity"] * normalised["entity"].get(fid, 0.0)
+    return score
+
+
 def _conversation_lift(
     facts: dict[int, Fact], fused: dict[int, float], query: str
 ) -> dict[int, dict[str, float]]:
@@ -228,6 +239,9 @@ def recall_search(
     if category is not None and category not in Category.values:
         raise InvalidInput("category", f"must be one of {', '.join(Category.values)}")
     chosen = _clean_channels(channels)
+    if channels is None:
+        # By default a channel the tenant weighs at 0 is not even asked.
+        chosen = tuple(c for c in chosen if tenant.setting(f"weight_{c}") > 0) or chosen
     floor = tenant.setting("min_trust") if min_trust is None else min_trust
     if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1:
         raise InvalidInput("min_trust", "must be a number from 0 to 1")
@@ -238,7 +252,11 @@ def recall_search(
         category=category,
         min_trust=float(floor),
     )
-    weights = {c: float(tenant.setting(f"weight_{c}")) for c in chosen}
+    # A channel asked for by name counts even where the tenant weighs it at 0.
+    weights = {
+        c: float(tenant.setting(f"weight_{c}")) or (1.0 if channels is not None else 0.0)
+        for c in chosen
+    }
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with tenant_scope(tenant) as tenant_id:
@@ -258,9 +276,7 @@ def recall_search(
             .filter(pk__in=candidate_ids)
             .defer("embedding", "search_vector")
         }
-    fused = {
-        fid: sum(weights[c] * normalised[c].get(fid, 0.0) for c in normalised) for fid in facts
-    }
+    fused = {fid: _fuse(fid, normalised, weights) for fid in facts}
     lifts = _conversation_lift(facts, fused, query)
     moment = now or timezone.now()
     hits = []

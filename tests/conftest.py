@@ -55,37 +55,29 @@ def other_tenant(db, system_actor):
     return tenant_create(slug="globex", name="Globex", actor=system_actor)
 
 
-@pytest.fixture
-def owner(db, tenant, system_actor):
+def _member(username: str, tenant, role: str, actor):
     from django.contrib.auth import get_user_model
 
     from tenants.services import membership_set
 
-    user = get_user_model().objects.create_user("olivia", password="pw-olivia-123")
-    membership_set(tenant=tenant, user=user, role="admin", actor=system_actor)
+    user = get_user_model().objects.create_user(username, password=f"pw-{username}-123")
+    membership_set(tenant=tenant, user=user, role=role, actor=actor)
     return user
+
+
+@pytest.fixture
+def owner(db, tenant, system_actor):
+    return _member("olivia", tenant, "admin", system_actor)
 
 
 @pytest.fixture
 def auditor(db, tenant, system_actor):
-    from django.contrib.auth import get_user_model
-
-    from tenants.services import membership_set
-
-    user = get_user_model().objects.create_user("arthur", password="pw-arthur-123")
-    membership_set(tenant=tenant, user=user, role="auditor", actor=system_actor)
-    return user
+    return _member("arthur", tenant, "auditor", system_actor)
 
 
 @pytest.fixture
 def outsider(db, other_tenant, system_actor):
-    from django.contrib.auth import get_user_model
-
-    from tenants.services import membership_set
-
-    user = get_user_model().objects.create_user("oscar", password="pw-oscar-123")
-    membership_set(tenant=other_tenant, user=user, role="admin", actor=system_actor)
-    return user
+    return _member("oscar", other_tenant, "admin", system_actor)
 
 
 @pytest.fixture

@@ -69,6 +69,17 @@ def test_english_questions_find_chinese_memories_by_meaning(tenant, system_actor
     assert _top(tenant, "team stand-up meeting time", channels=["vec"])[0] == FACTS[4]
 
 
+def test_the_entity_channel_pulls_in_facts_about_the_people_asked_about(tenant, system_actor):
+    _store(
+        tenant,
+        system_actor,
+        texts=["Alice's laptop is a ThinkPad", "Yesterday Bob fixed it", "tea"],
+    )
+    hits = recall_search(tenant=tenant, query="What did Bob do?", channels=["entity"]).hits
+    assert [h.fact.content for h in hits] == ["Yesterday Bob fixed it"]
+    assert hits[0].channels == {"entity": 1.0}
+
+
 @pytest.mark.parametrize(
     "query",
     ["'\"", "a & | ! ( ) :* <-> \\", "DROP TABLE facts_fact; --", "%_%", "''''", "😀", "ñ" * 3000],
