@@ -52,7 +52,9 @@ def turns_of(conversation: dict[str, Any]) -> list[dict[str, Any]]:
     return turns
 
 
-def run(data: Path, ks: list[int], channels: list[str], decay: bool) -> dict[str, Any]:
+def run(
+    data: Path, ks: list[int], channels: list[str] | None, half_life: float | None
+) -> dict[str, Any]:
     from facts.embedding import facts_embed_batch
     from facts.services import fact_add
     from retrieval.search import recall_search
@@ -100,7 +102,7 @@ def run(data: Path, ks: list[int], channels: list[str], decay: bool) -> dict[str
                 query=qa["question"],
                 k=max(ks),
                 channels=channels,
-                half_life_days=None if decay else 0,
+                half_life_days=half_life,
                 now=last_date,
             ).hits
             ranked = [ids[h.fact.pk] for h in hits]
@@ -120,7 +122,7 @@ def run(data: Path, ks: list[int], channels: list[str], decay: bool) -> dict[str
         "questions": questions,
         "conversations": len(conversations),
         "channels": channels,
-        "decay": decay,
+        "half_life_days": half_life or 0,
         "ingest_s": round(ingest_s, 1),
         "query_ms_mean": round(1000 * query_s / max(questions, 1), 1),
     }
@@ -130,18 +132,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="a LoCoMo-format JSON file")
     parser.add_argument("--k", default="1,5,10,25", help="comma-separated cut-offs")
-    parser.add_argument("--channels", default="fts,vec,entity")
-    parser.add_argument("--no-decay", action="store_true", help="turn temporal decay off")
+    parser.add_argument(
+        "--channels", help="comma-separated subset of fts,vec,entity (default: the product's)"
+    )
+    parser.add_argument(
+        "--half-life",
+        type=float,
+        help="temporal decay half-life in days (default: the product's, which is off)",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     ks = [int(k) for k in args.k.split(",")]
-    channels = [c.strip() for c in args.channels.split(",") if c.strip()]
+    channels = [c.strip() for c in args.channels.split(",") if c.strip()] if args.channels else None
     with bench_database():
-        figures = run(args.data, ks, channels, decay=not args.no_decay)
-    print(f"LoCoMo recall ({figures['questions']} questions, channels {','.join(channels)}, "
-          f"decay {'on' if figures['decay'] else 'off'})")  # fmt: skip
+        figures = run(args.data, ks, channels, half_life=args.half_life)
+    shown = ",".join(channels) if channels else "default"
+    half_life = figures["half_life_days"] or "off"
+    print(
+        f"LoCoMo recall ({figures['questions']} questions, channels {shown}, half-life {half_life})"
+    )
     print("  overall      " + "  ".join(f"R@{k} {v:.3f}" for k, v in figures["recall"].items()))
     for category, recall in figures["by_category"].items():
         print(f"  {category:<12} " + "  ".join(f"R@{k} {v:.3f}" for k, v in recall.items()))

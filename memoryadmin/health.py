@@ -31,6 +31,8 @@ def check_database() -> Check:
                 "WHERE rolname = current_user"
             )
             role, bypasses_rls = cursor.fetchone()
+            cursor.execute("SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq'::regproc")
+            fulltext_indexed = cursor.fetchone()[0]
     except DatabaseError as error:
         return {"ok": False, "detail": f"unreachable: {str(error).strip()[:300]}"}
     if row is None:
@@ -47,6 +49,8 @@ def check_database() -> Check:
         "postgresql": version,
         "pgvector": row[0],
         "embedded": settings.MNEMOSYNE_EMBEDDED_DB,
+        # False: full-text search works but scans whole tenants (README: Production).
+        "fulltext_index_usable": fulltext_indexed,
     }
 
 

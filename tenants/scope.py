@@ -46,14 +46,17 @@ def _tenant_pk(tenant: Tenant | int) -> int:
     return pk
 
 
-def _set(name: str, value: str) -> str:
-    """Set a transaction-local setting and return its previous value."""
+def _set(tenant_id: str, all_tenants: str) -> tuple[str, str]:
+    """Set both transaction-local settings in one round trip; return their previous values."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT current_setting(%s, true), set_config(%s, %s, true)", [name, name, value]
+            "SELECT current_setting('app.tenant_id', true), "
+            "current_setting('app.all_tenants', true), "
+            "set_config('app.tenant_id', %s, true), set_config('app.all_tenants', %s, true)",
+            [tenant_id, all_tenants],
         )
-        previous = cursor.fetchone()[0]
-    return previous or ""
+        previous_tenant, previous_all, _, _ = cursor.fetchone()
+    return previous_tenant or "", previous_all or ""
 
 
 @contextmanager
@@ -70,18 +73,18 @@ def tenant_scope(tenant: Tenant | int) -> Iterator[int]:
         return
     if outer is not None and outer != ALL_TENANTS:
         raise TenantScopeError(f"already scoped to tenant {outer}; cannot enter tenant {tenant_id}")
+    nested = connection.in_atomic_block
     with transaction.atomic():
-        previous_tenant = _set("app.tenant_id", str(tenant_id))
-        previous_all = _set("app.all_tenants", "off")
+        previous = _set(str(tenant_id), "off")
         token = _current.set(tenant_id)
         try:
             yield tenant_id
         finally:
             _current.reset(token)
-            if not connection.needs_rollback:
-                # Restore, so code after the scope in an enclosing transaction sees nothing again.
-                _set("app.tenant_id", previous_tenant)
-                _set("app.all_tenants", previous_all)
+            if nested and not connection.needs_rollback:
+                # Restore, so code after the scope in the enclosing transaction sees nothing
+                # again. (An outermost transaction takes its settings with it when it ends.)
+                _set(*previous)
 
 
 @contextmanager
@@ -93,14 +96,13 @@ def all_tenants_scope(reason: str) -> Iterator[None]:
     if outer is not None and outer != ALL_TENANTS:
         raise TenantScopeError(f"already scoped to tenant {outer}; cannot see all tenants")
     logger.info("all-tenants scope opened: %s", reason)
+    nested = connection.in_atomic_block
     with transaction.atomic():
-        previous_tenant = _set("app.tenant_id", "")
-        previous_all = _set("app.all_tenants", "on")
+        previous = _set("", "on")
         token = _current.set(ALL_TENANTS)
         try:
             yield
         finally:
             _current.reset(token)
-            if not connection.needs_rollback:
-                _set("app.tenant_id", previous_tenant)
-                _set("app.all_tenants", previous_all)
+            if nested and not connection.needs_rollback:
+                _set(*previous)

@@ -187,6 +187,41 @@ def test_an_outsider_recalls_nothing_of_this_tenant(tenant, other_tenant, system
     assert "Alice" not in block.text and "老王" not in block.text
 
 
+def _drop_tenant_indexes(cursor) -> None:
+    """Leave the planner no tenant index and no sequential scan (the test's transaction is
+    rolled back afterwards), so the plan shows whether the index under test can be used."""
+    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    cursor.execute(
+        "SELECT conname FROM pg_constraint WHERE conrelid = 'facts_fact'::regclass "
+        "AND contype = 'u'"
+    )
+    for (name,) in cursor.fetchall():
+        cursor.execute(f"ALTER TABLE facts_fact DROP CONSTRAINT {name} CASCADE")
+    cursor.execute(
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'facts_fact' "
+        "AND indexdef LIKE '%%(tenant_id%%'"
+    )
+    for (name,) in cursor.fetchall():
+        cursor.execute(f"DROP INDEX {name}")
+    cursor.execute("SET LOCAL enable_seqscan = off")
+
+
+def test_full_text_search_uses_its_index_under_row_level_security(tenant, system_actor):
+    from retrieval import sql
+
+    _store(tenant, system_actor, embed=False)
+    with connection.cursor() as cursor:
+        _drop_tenant_indexes(cursor)
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute(
+            "EXPLAIN SELECT id FROM facts_fact WHERE tenant_id = %s "
+            "AND search_vector @@ to_tsquery('simple', %s)",
+            [tenant.pk, sql._tsquery(["tea", "peanut"])],
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "fact_search_vector" in plan, plan
+
+
 def test_a_small_tenant_among_large_ones_still_gets_its_k_best(tenant, system_actor) -> None:
     big = tenant_create(slug="big", name="Big", actor=system_actor)
     mine = _store(tenant, system_actor, texts=[f"release checklist item {i}" for i in range(5)])
@@ -209,20 +244,7 @@ def test_a_small_tenant_among_large_ones_still_gets_its_k_best(tenant, system_ac
     with connection.cursor() as cursor:
         # Leave the planner only the HNSW index (this test's transaction is rolled back): a
         # small tenant could otherwise be served by a tenant index and an exact sort.
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(
-            "SELECT conname FROM pg_constraint WHERE conrelid = 'facts_fact'::regclass "
-            "AND contype = 'u'"
-        )
-        for (name,) in cursor.fetchall():
-            cursor.execute(f"ALTER TABLE facts_fact DROP CONSTRAINT {name} CASCADE")
-        cursor.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'facts_fact' "
-            "AND indexdef LIKE '%%(tenant_id%%'"
-        )
-        for (name,) in cursor.fetchall():
-            cursor.execute(f"DROP INDEX {name}")
-        cursor.execute("SET LOCAL enable_seqscan = off")
+        _drop_tenant_indexes(cursor)
         cursor.execute("ANALYZE facts_fact")
     hits = recall_search(tenant=tenant, query="release checklist", k=5, channels=["vec"]).hits
     assert sorted(h.fact.pk for h in hits) == sorted(f.pk for f in mine)
