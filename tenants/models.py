@@ -10,8 +10,8 @@ from tenants.managers import TenantManager
 DEFAULT_TENANT_SETTINGS: dict[str, float | int] = {
     "weight_fts": 0.3,
     "weight_vec": 0.5,
-    # Entities re-rank by default only when a tenant turns them on: on LoCoMo a weight of 0.2
-    # cost 3 points of recall@5 (turns name their speakers, so speaker entities are everywhere).
+    # Entities count only when a tenant turns them on: on dialogue they lowered recall (turns
+    # name their speakers, so speaker entities are everywhere); see README "Recall".
     "weight_entity": 0.0,
     "default_trust": 0.5,
     "min_trust": 0.3,
