@@ -62,6 +62,55 @@ def test_a_fact_is_found_by_full_text_before_it_is_embedded(tenant, system_actor
     assert hits[0].channels["fts"] == 1.0 and hits[0].channels["vec"] == 0.0
 
 
+def test_a_word_first_stored_after_the_statistics_is_found_at_once(tenant, system_actor):
+    _store(tenant, system_actor, embed=False)
+    recall_search(tenant=tenant, query="tea")  # computes the tenant's full-text statistics
+    services.fact_add(tenant=tenant, content="A quokka lives on Rottnest", actor=system_actor)
+    hits = recall_search(tenant=tenant, query="Where does the quokka live?", channels=["fts"]).hits
+    assert [h.fact.content for h in hits] == ["A quokka lives on Rottnest"]
+
+
+def test_common_words_still_put_the_fact_that_has_them_all_first(
+    tenant, system_actor, monkeypatch
+) -> None:
+    from retrieval import search
+
+    texts = [f"note {i}: the release is ready" for i in range(8)]
+    texts += [f"note {i}: Orion team meeting" for i in range(8)]
+    texts += [f"note {i}: who owns this?" for i in range(8)]
+    _store(tenant, system_actor, texts=[*texts, "Dana owns the Orion release"], embed=False)
+    # As if the tenant were large: more facts share a word with the query than one query may
+    # read, so candidates come from the facts that share the most of the query's words.
+    monkeypatch.setattr(search, "FTS_TOUCH", 5)
+    hits = recall_search(tenant=tenant, query="Who owns the Orion release?", channels=["fts"])
+    assert hits.hits[0].fact.content == "Dana owns the Orion release"
+    assert len(hits.hits) > 1, "the cascade goes on to facts that share fewer words"
+
+
+def test_a_large_tenants_statistics_are_refreshed_off_the_read_path(
+    tenant, system_actor, monkeypatch
+) -> None:
+    from retrieval import stats
+    from retrieval.tasks import retrieval_refresh_corpus_stats
+
+    monkeypatch.setattr(stats, "INLINE_LIMIT", 0)
+    monkeypatch.setattr(stats, "STALE_MIN_WRITES", 1)
+    sent: list[int] = []
+    monkeypatch.setattr(retrieval_refresh_corpus_stats, "delay", sent.append)
+    _store(tenant, system_actor, embed=False)
+    with tenant_scope(tenant) as tenant_id:
+        assert stats.corpus_stats(tenant_id=tenant_id).documents == len(FACTS)
+    _store(tenant, system_actor, texts=["one more", "and another one"], embed=False)
+    with tenant_scope(tenant) as tenant_id:
+        # Stale, and the tenant counts as large: recall goes on with the old figures...
+        assert stats.corpus_stats(tenant_id=tenant_id).documents == len(FACTS)
+        assert stats.corpus_stats(tenant_id=tenant_id).documents == len(FACTS)
+    assert sent == [tenant.pk], "...and asks a worker once"
+    assert retrieval_refresh_corpus_stats(tenant.pk) == len(FACTS) + 2
+    with tenant_scope(tenant) as tenant_id:
+        assert stats.corpus_stats(tenant_id=tenant_id).documents == len(FACTS) + 2
+
+
 def test_english_questions_find_chinese_memories_by_meaning(tenant, system_actor) -> None:
     # No shared word: only the vector channel can make these matches.
     _store(tenant, system_actor)
@@ -215,8 +264,8 @@ def test_full_text_search_uses_its_index_under_row_level_security(tenant, system
     with tenant_scope(tenant), connection.cursor() as cursor:
         cursor.execute(
             "EXPLAIN SELECT id FROM facts_fact WHERE tenant_id = %s "
-            "AND search_vector @@ to_tsquery('simple', %s)",
-            [tenant.pk, sql._tsquery(["tea", "peanut"])],
+            "AND search_vector @@ %s::tsquery",
+            [tenant.pk, sql.tsquery_any([["tea"], ["peanut"]])],
         )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "fact_search_vector" in plan, plan
