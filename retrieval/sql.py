@@ -142,27 +142,34 @@ def vector_candidates(
     tenant_id: int,
     vector: np.ndarray,
     model: str,
+    dimension: int,
     filters: Filters,
     limit: int,
     ef_search: int = 100,
 ) -> list[tuple[int, float]]:
-    """(id, cosine similarity) of the nearest facts embedded by `model`.
+    """(id, cosine similarity) of the facts nearest to `vector` among the vectors of `model`.
 
-    The tenant and filters apply inside the HNSW scan (iterative scan, relaxed order), so a
-    small tenant among large ones still gets its `limit` best; the outer query restores order.
+    The tenant and model apply inside the model's HNSW scan and the filters on each fact it
+    yields; the scan is iterative (relaxed order), so it goes on until `limit` facts passed, and
+    a small tenant among large ones still gets its `limit` best. The outer query restores order.
     """
+    if vector.shape != (dimension,):
+        raise ValueError(f"a {dimension}-dimension vector is needed, got shape {vector.shape}")
     where, params = filters.sql()
-    dimension = int(vector.shape[0])
+    cast = f"vector({int(dimension)})"
     literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
     with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
         cursor.execute(
-            "SELECT id, 1 - distance FROM ("  # noqa: S608 - dimension is an int
-            f"SELECT f.id, f.embedding::vector({dimension}) <=> %s::vector({dimension}) AS distance"
-            " "
-            f"FROM facts_fact f WHERE f.tenant_id = %s AND f.embedding_model = %s AND {where} "
-            f"ORDER BY f.embedding::vector({dimension}) <=> %s::vector({dimension}) LIMIT %s"
+            "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+            f"SET LOCAL hnsw.ef_search = {int(ef_search)}"
+        )
+        cursor.execute(
+            "SELECT id, 1 - distance FROM ("  # noqa: S608 - the cast is an int, clauses are ours
+            f"SELECT v.fact_id AS id, v.embedding::{cast} <=> %s::{cast} AS distance "
+            "FROM facts_factvector v JOIN facts_fact f "
+            "ON f.tenant_id = v.tenant_id AND f.id = v.fact_id "
+            f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
+            f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
             ") nearest ORDER BY distance",
             [literal, tenant_id, model, *params, literal, limit],
         )

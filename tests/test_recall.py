@@ -13,12 +13,13 @@ from django.utils import timezone
 
 from facts import services
 from facts.embedding import facts_embed_batch
-from facts.models import Fact
+from facts.models import Fact, FactVector
 from facts.selectors import fact_get
 from retrieval.context import context_build, context_cached
 from retrieval.embedders import get_embedder
 from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
+from retrieval.vectors import index_name
 from tenants.errors import InvalidInput
 from tenants.scope import tenant_scope
 from tenants.services import tenant_create
@@ -81,6 +82,7 @@ def test_common_words_still_put_the_fact_that_has_them_all_first(
     _store(tenant, system_actor, texts=[*texts, "Dana owns the Orion release"], embed=False)
     # As if the tenant were large: more facts share a word with the query than one query may
     # read, so candidates come from the facts that share the most of the query's words.
+    monkeypatch.setattr(search, "FTS_EXACT", 5)
     monkeypatch.setattr(search, "FTS_TOUCH", 5)
     hits = recall_search(tenant=tenant, query="Who owns the Orion release?", channels=["fts"])
     assert hits.hits[0].fact.content == "Dana owns the Orion release"
@@ -240,18 +242,20 @@ def _drop_tenant_indexes(cursor) -> None:
     """Leave the planner no tenant index and no sequential scan (the test's transaction is
     rolled back afterwards), so the plan shows whether the index under test can be used."""
     cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-    cursor.execute(
-        "SELECT conname FROM pg_constraint WHERE conrelid = 'facts_fact'::regclass "
-        "AND contype = 'u'"
-    )
-    for (name,) in cursor.fetchall():
-        cursor.execute(f"ALTER TABLE facts_fact DROP CONSTRAINT {name} CASCADE")
-    cursor.execute(
-        "SELECT indexname FROM pg_indexes WHERE tablename = 'facts_fact' "
-        "AND indexdef LIKE '%%(tenant_id%%'"
-    )
-    for (name,) in cursor.fetchall():
-        cursor.execute(f"DROP INDEX {name}")
+    for table in ("facts_fact", "facts_factvector"):
+        cursor.execute(
+            "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'u'",
+            [table],
+        )
+        for (name,) in cursor.fetchall():
+            cursor.execute(f"ALTER TABLE {table} DROP CONSTRAINT {name} CASCADE")
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s "
+            "AND indexdef LIKE '%%USING btree%%' AND indexname NOT LIKE '%%_pkey'",
+            [table],
+        )
+        for (name,) in cursor.fetchall():
+            cursor.execute(f"DROP INDEX {name}")
     cursor.execute("SET LOCAL enable_seqscan = off")
 
 
@@ -277,33 +281,53 @@ def test_a_small_tenant_among_large_ones_still_gets_its_k_best(tenant, system_ac
     embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
     query_vector = embedder.embed(["release checklist"], purpose="query")[0]
     rng = np.random.default_rng(7)
-    crowd = []
-    for i in range(1000):
-        # The big tenant's vectors all sit closer to the query than the small tenant's do.
-        vector = query_vector + rng.normal(0, 0.01, query_vector.shape).astype(np.float32)
-        crowd.append(
-            Fact(
-                tenant=big, content=f"crowd {i}", content_hash=f"{i:064d}", created_by="test",
-                created_at=timezone.now(), embedding=vector / np.linalg.norm(vector),
-                embedding_model=embedder.name,
-            )
-        )  # fmt: skip
+    crowd = [
+        Fact(
+            tenant=big, content=f"crowd {i}", content_hash=f"{i:064d}", created_by="test",
+            created_at=timezone.now(), embedding_model=embedder.name,
+        )
+        for i in range(1000)
+    ]  # fmt: skip
     with tenant_scope(big):
         Fact.objects.bulk_create(crowd, batch_size=500)
+        vectors = []
+        for fact in crowd:
+            # The big tenant's vectors all sit closer to the query than the small tenant's do.
+            vector = query_vector + rng.normal(0, 0.01, query_vector.shape).astype(np.float32)
+            vectors.append(
+                FactVector(
+                    tenant=big, fact=fact, model=embedder.name, dimension=384,
+                    embedding=vector / np.linalg.norm(vector),
+                )
+            )  # fmt: skip
+        FactVector.objects.bulk_create(vectors, batch_size=500)
     with connection.cursor() as cursor:
         # Leave the planner only the HNSW index (this test's transaction is rolled back): a
         # small tenant could otherwise be served by a tenant index and an exact sort.
         _drop_tenant_indexes(cursor)
         cursor.execute("ANALYZE facts_fact")
-    hits = recall_search(tenant=tenant, query="release checklist", k=5, channels=["vec"]).hits
+        cursor.execute("ANALYZE facts_factvector")
+    plans: list[str] = []
+
+    def explain(execute, sql, params, many, context):
+        if "<=>" in sql and not plans:
+            plans.append("")  # the EXPLAIN below comes through here too
+            context["cursor"].execute("EXPLAIN " + sql, params)
+            plans[0] = "\n".join(row[0] for row in context["cursor"].fetchall())
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(explain):
+        hits = recall_search(tenant=tenant, query="release checklist", k=5, channels=["vec"]).hits
+    assert index_name(embedder.name) in plans[0], plans[0]
     assert sorted(h.fact.pk for h in hits) == sorted(f.pk for f in mine)
     # The control: without iterative scans the index gives up early and the tenant gets less.
     with tenant_scope(tenant), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = off")
         cursor.execute(
-            "SELECT count(*) FROM (SELECT id FROM facts_fact WHERE tenant_id = %s "
-            "AND status = 'active' AND embedding_model = %s "
-            "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 5) t",
+            "SELECT count(*) FROM (SELECT v.id FROM facts_factvector v JOIN facts_fact f "
+            "ON f.tenant_id = v.tenant_id AND f.id = v.fact_id WHERE v.tenant_id = %s "
+            "AND f.status = 'active' AND v.model = %s "
+            "ORDER BY v.embedding::vector(384) <=> %s::vector(384) LIMIT 5) t",
             [tenant.pk, embedder.name, str(query_vector.tolist())],
         )
         assert cursor.fetchone()[0] < 5
