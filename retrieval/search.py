@@ -64,6 +64,18 @@ class RecallResult:
     timings_ms: dict[str, float]
 
 
+class _Candidate(NamedTuple):
+    """What fusion needs of a candidate; whole facts are loaded for the k best only."""
+
+    id: int
+    kind: str
+    session_id: str
+    position: int | None
+    speaker: str
+    trust_score: float
+    created_at: datetime
+
+
 def _clean_query(query: Any) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query", "must be non-empty text")
@@ -106,7 +118,9 @@ def _match_tiers(terms: list[tuple[str, int]]) -> Iterator[tuple[str, int]]:
         yield sql.tsquery_any(list(combinations(planning, size))), FTS_TOUCH
 
 
-def _fts_scores(tenant_id: int, query: str, filters: sql.Filters) -> dict[int, float]:
+def _fts_scores(
+    tenant_id: int, query: str, filters: sql.Filters, known: dict[int, _Candidate]
+) -> dict[int, float]:
     """BM25 over the full-text candidates, with the tenant's own document frequencies."""
     analyzed = analyze(query)
     corpus = corpus_stats(tenant_id=tenant_id)
@@ -134,14 +148,20 @@ def _fts_scores(tenant_id: int, query: str, filters: sql.Filters) -> dict[int, f
             keep=FTS_KEEP,
             limit=CANDIDATES,
         )
-        scores.update(ranked)
+        for fid, score, columns in ranked:
+            scores[fid] = score
+            known[fid] = _Candidate(fid, *columns)
         if len(scores) >= CANDIDATES:
             break
     return dict(sorted(scores.items(), key=lambda kv: kv[1], reverse=True)[:CANDIDATES])
 
 
 def _vector_scores(
-    tenant_id: int, query: str, filters: sql.Filters, timings: dict[str, float]
+    tenant_id: int,
+    query: str,
+    filters: sql.Filters,
+    timings: dict[str, float],
+    known: dict[int, _Candidate],
 ) -> dict[int, float]:
     started = time.perf_counter()
     try:
@@ -163,7 +183,8 @@ def _vector_scores(
         filters=filters,
         limit=CANDIDATES,
     )
-    return dict(rows)
+    known.update((fid, _Candidate(fid, *columns)) for fid, _, columns in rows)
+    return {fid: score for fid, score, _ in rows}
 
 
 def _entity_scores(tenant_id: int, query: str, filters: sql.Filters) -> dict[int, float]:
@@ -192,18 +213,6 @@ def _fuse(fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, 
     if "entity" in normalised and (score > 0 or not ENTITY_GATED or not textual):
         score += weights["entity"] * normalised["entity"].get(fid, 0.0)
     return score
-
-
-class _Candidate(NamedTuple):
-    """What fusion needs of a candidate; whole facts are loaded for the k best only."""
-
-    id: int
-    kind: str
-    session_id: str
-    position: int | None
-    speaker: str
-    trust_score: float
-    created_at: datetime
 
 
 def _conversation_lift(
@@ -286,21 +295,24 @@ def recall_search(
     started = time.perf_counter()
     with tenant_scope(tenant) as tenant_id:
         raw: dict[str, dict[int, float]] = {}
+        candidates: dict[int, _Candidate] = {}
         if "fts" in chosen:
-            raw["fts"] = _fts_scores(tenant_id, query, filters)
+            raw["fts"] = _fts_scores(tenant_id, query, filters, candidates)
         if "vec" in chosen:
-            raw["vec"] = _vector_scores(tenant_id, query, filters, timings)
+            raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates)
         if "entity" in chosen:
             raw["entity"] = _entity_scores(tenant_id, query, filters)
         # Min-max for the unbounded channels; the entity channel is a share already.
         normalised = {c: scores if c == "entity" else _minmax(scores) for c, scores in raw.items()}
-        candidate_ids = set().union(*(s.keys() for s in normalised.values()))
-        candidates = {
-            row[0]: _Candidate(*row)
-            for row in Fact.objects.for_tenant(tenant)
-            .filter(pk__in=candidate_ids)
-            .values_list(*_Candidate._fields)
-        }
+        # Full text and vectors bring what fusion needs of a fact; entities bring ids only.
+        missing = set().union(*(s.keys() for s in normalised.values())) - candidates.keys()
+        if missing:
+            candidates.update(
+                (row[0], _Candidate(*row))
+                for row in Fact.objects.for_tenant(tenant)
+                .filter(pk__in=missing)
+                .values_list(*_Candidate._fields)
+            )
         fused = {fid: _fuse(fid, normalised, weights) for fid in candidates}
         lifts = _conversation_lift(candidates, fused, query)
         moment = now or timezone.now()

@@ -45,6 +45,19 @@ class Filters:
         return " AND ".join(clauses), params
 
 
+# What fusion needs of a fact, returned with each candidate so that no second query fetches it.
+FACT_COLUMNS = ("kind", "session_id", "position", "speaker", "trust_score", "created_at")
+Candidate = tuple[int, float, tuple[object, ...]]  # (id, channel score, FACT_COLUMNS)
+
+
+def _columns(alias: str) -> str:
+    return ", ".join(f"{alias}.{column}" for column in FACT_COLUMNS)
+
+
+def _candidates(rows: list[tuple[object, ...]]) -> list[Candidate]:
+    return [(row[0], float(row[1]), tuple(row[2:])) for row in rows]  # type: ignore[arg-type]
+
+
 # A lexeme the statistics have not seen is counted on the spot, up to this many facts.
 UNSEEN_COUNT_LIMIT = 1000
 BM25_K1, BM25_B = 1.2, 0.75
@@ -91,8 +104,9 @@ def fts_ranked(
     touch: int,
     keep: int,
     limit: int,
-) -> list[tuple[int, float]]:
-    """(id, BM25 score) of the best facts that match the tsquery `match`, best first.
+) -> list[Candidate]:
+    """(id, BM25 score, FACT_COLUMNS) of the best facts that match the tsquery `match`, best
+    first.
 
     The work is bounded whatever the data: at most `touch` matching facts are read (the caller
     makes `match` selective enough), ranked cheaply with each query term counted once, and the
@@ -110,15 +124,16 @@ def fts_ranked(
     with connection.cursor() as cursor:
         cursor.execute(
             "WITH c AS MATERIALIZED ("  # noqa: S608 - clauses are ours, values are parameters
-            "SELECT f.id, f.search_vector AS v FROM facts_fact f "
+            f"SELECT f.id, f.search_vector AS v, {_columns('f')} FROM facts_fact f "
             f"WHERE f.tenant_id = %s AND f.search_vector @@ %s::tsquery AND {where} LIMIT %s), "
-            f"pre AS (SELECT c.id, c.v, {norm} AS norm FROM c "
+            f"pre AS (SELECT c.*, {norm} AS norm FROM c "
             f"ORDER BY ({once}) / (1 + {norm}) DESC LIMIT %s) "
-            "SELECT pre.id, sum(w.idf * t.tf * %s / (t.tf + pre.norm)) FROM pre "
+            "SELECT pre.id, sum(w.idf * t.tf * %s / (t.tf + pre.norm)), "
+            f"{_columns('pre')} FROM pre "
             "CROSS JOIN LATERAL (SELECT u.lexeme, "
             "greatest(coalesce(cardinality(u.positions), 0), 1) AS tf FROM unnest(pre.v) u) t "
             "JOIN unnest(%s::text[], %s::float[]) AS w(lexeme, idf) ON w.lexeme = t.lexeme "
-            "GROUP BY pre.id ORDER BY 2 DESC, pre.id DESC LIMIT %s",
+            f"GROUP BY pre.id, {_columns('pre')} ORDER BY 2 DESC, pre.id DESC LIMIT %s",
             [
                 tenant_id,
                 match,
@@ -134,7 +149,7 @@ def fts_ranked(
                 limit,
             ],
         )
-        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+        return _candidates(cursor.fetchall())
 
 
 def vector_candidates(
@@ -146,8 +161,9 @@ def vector_candidates(
     filters: Filters,
     limit: int,
     ef_search: int = 100,
-) -> list[tuple[int, float]]:
-    """(id, cosine similarity) of the facts nearest to `vector` among the vectors of `model`.
+) -> list[Candidate]:
+    """(id, cosine similarity, FACT_COLUMNS) of the facts nearest to `vector` among the vectors
+    of `model`.
 
     The tenant and model apply inside the model's HNSW scan and the filters on each fact it
     yields; the scan is iterative (relaxed order), so it goes on until `limit` facts passed, and
@@ -164,8 +180,9 @@ def vector_candidates(
             f"SET LOCAL hnsw.ef_search = {int(ef_search)}"
         )
         cursor.execute(
-            "SELECT id, 1 - distance FROM ("  # noqa: S608 - the cast is an int, clauses are ours
-            f"SELECT v.fact_id AS id, v.embedding::{cast} <=> %s::{cast} AS distance "
+            f"SELECT id, 1 - distance, {', '.join(FACT_COLUMNS)} FROM ("  # noqa: S608 - the cast is an int, clauses are ours
+            f"SELECT v.fact_id AS id, v.embedding::{cast} <=> %s::{cast} AS distance, "
+            f"{_columns('f')} "
             "FROM facts_factvector v JOIN facts_fact f "
             "ON f.tenant_id = v.tenant_id AND f.id = v.fact_id "
             f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
@@ -173,7 +190,7 @@ def vector_candidates(
             ") nearest ORDER BY distance",
             [literal, tenant_id, model, *params, literal, limit],
         )
-        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+        return _candidates(cursor.fetchall())
 
 
 def entity_candidates(
