@@ -112,13 +112,16 @@ def tenant_create(
 @transaction.atomic
 def tenant_update_settings(*, tenant: Tenant, changes: dict[str, Any], actor: Actor) -> Tenant:
     clean = _validated_settings(changes)
-    locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
-    before = locked.effective_settings
-    _check_weights({**before, **clean})
-    locked.settings = {**locked.settings, **clean}
-    locked.save(update_fields=["settings"])
-    with tenant_scope(locked):
-        _event(locked, "settings_update", actor, before=before, after=locked.effective_settings)
+    with transaction.atomic():
+        locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        before = locked.effective_settings
+        _check_weights({**before, **clean})
+        locked.settings = {**locked.settings, **clean}
+        locked.save(update_fields=["settings"])
+        with tenant_scope(locked):
+            _event(
+                locked, "settings_update", actor, before=before, after=locked.effective_settings
+            )
     tenant.settings = locked.settings
     return locked
 
