@@ -189,6 +189,11 @@ def context_cached(
     return block
 
 
+def retrievals_record(*, tenant: Tenant, fact_ids: list[int]) -> None:
+    """Count that an agent was shown these facts (off the read path, like context_cached)."""
+    _record_retrievals(tenant, fact_ids)
+
+
 def _record_retrievals(tenant: Tenant, fact_ids: list[int]) -> None:
     """Count what agents were shown, off the read path: a task does the UPDATE."""
     if not fact_ids:
