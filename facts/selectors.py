@@ -394,7 +394,7 @@ def audit_event_list(
 
 
 def audit_event_iter(
-    *, tenant: Tenant, page_size: int = 500, **filters: Any
+    *, tenant: Tenant, page_size: int = MAX_PAGE, **filters: Any
 ) -> Iterator[AuditEvent]:
     """Every matching event, newest first, a page (one short transaction) at a time."""
     cursor = None

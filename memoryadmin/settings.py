@@ -153,7 +153,6 @@ MNEMOSYNE_API_RATES = {
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memoryadmin.api.parsers.StorableJSONParser"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "memoryadmin.api.parsers.FirstRenderer",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "memoryadmin.api.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
@@ -161,8 +160,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_THROTTLE_CLASSES": ["memoryadmin.api.throttling.ApiRateThrottle"],
     "EXCEPTION_HANDLER": "memoryadmin.api.errors.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "URL_FORMAT_OVERRIDE": None,  # `format` is the audit export's parameter
+    "DEFAULT_SCHEMA_CLASS": "memoryadmin.api.schema.ApiSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryadmin.api.base import Need, TenantViewSet, check_body_size
+from memoryadmin.api.parsers import FirstRenderer
 from tenants import selectors, services
 from tenants.actors import Actor
 from tenants.models import (
@@ -180,6 +181,8 @@ _TENANT_EXAMPLE = {
 
 class TenantListView(APIView):
     """The tenants the caller may open; superusers create tenants."""
+
+    content_negotiation_class = FirstRenderer
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         from django.conf import settings

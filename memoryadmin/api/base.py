@@ -18,6 +18,7 @@ from rest_framework import exceptions, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memoryadmin.api.parsers import FirstRenderer
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import ApiKey, Tenant
@@ -96,6 +97,7 @@ class TenantViewSet(viewsets.ViewSet):
     does not say it (safe methods read, the others write); the rest is done here."""
 
     needs: dict[str, Need] = {}
+    content_negotiation_class = FirstRenderer
     max_body_bytes: int | None = None  # default: settings.MNEMOSYNE_API_MAX_BODY_BYTES
     _access: Access | None = None
 

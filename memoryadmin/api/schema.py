@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import is_list_serializer
 from rest_framework import serializers
+
+
+class ApiSchema(AutoSchema):
+    """Our `list` actions answer a page object ({results, next_cursor}) or say `many=True`
+    themselves: never let the generator wrap a response in an array on its own."""
+
+    def _is_list_view(self, serializer: Any = None) -> bool:
+        return serializer is not None and is_list_serializer(serializer)
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
