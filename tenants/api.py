@@ -14,6 +14,7 @@ from memoryadmin.api.base import Need, TenantViewSet, check_body_size
 from memoryadmin.api.parsers import FirstRenderer
 from tenants import selectors, services
 from tenants.actors import Actor
+from tenants.errors import InvalidInput, NotFound
 from tenants.models import (
     DEFAULT_TENANT_SETTINGS,
     ApiKey,
@@ -295,7 +296,10 @@ class MemberViewSet(TenantViewSet):
     )  # fmt: skip
     def create(self, request: Request, tenant: str | None = None) -> Response:
         data = _valid(MemberIn, request.data)
-        user = selectors.user_get(username=data["username"])
+        try:
+            user = selectors.user_get(username=data["username"])
+        except NotFound:
+            raise InvalidInput("username", "no active user has this name") from None
         membership = services.membership_set(
             tenant=self.tenant, user=user, role=data["role"], actor=self.actor
         )
@@ -494,7 +498,9 @@ class RetentionViewSet(TenantViewSet):
     def preview(self, request: Request, tenant: str | None = None) -> Response:
         from facts.selectors import retention_preview
 
-        changes = _valid(RetentionIn, request.query_params)
+        valid = _valid(RetentionIn, request.query_params)
+        # Query strings read an absent boolean as false: keep only what the caller named.
+        changes = {k: v for k, v in valid.items() if k in request.query_params}
         result = retention_preview(tenant=self.tenant, changes=changes or None)
         return Response(vars(result) | {"policy": RetentionOut(result.policy).data})
 
