@@ -18,6 +18,11 @@ def tenant_get(*, slug: str) -> Tenant:
     return tenant
 
 
+def tenant_list() -> list[Tenant]:
+    """Every tenant: for superusers and the command line."""
+    return list(Tenant.objects.order_by("slug"))
+
+
 def tenants_for_user(*, user: AbstractBaseUser) -> list[tuple[Tenant, str]]:
     """The tenants a user may open, with their role there (superusers: every tenant, admin)."""
     if getattr(user, "is_superuser", False):

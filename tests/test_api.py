@@ -469,3 +469,28 @@ def test_lists_recall_and_audit_cost_the_same_queries_for_3_or_30_rows(
     _grow(world, system_actor, 30)
     large = _queries(lambda: call(client))
     assert small == large <= limit, (small, large)
+
+
+# -- the README's way in: a key from the command line, recall with it -------------------------
+
+
+def test_a_key_made_on_the_command_line_recalls_over_http(db, capsys) -> None:
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    call_command("tenant", "create", "research", "Research")
+    call_command("apikey", "create", "research", "hermes-research")
+    token = capsys.readouterr().out.strip().splitlines()[-1]
+    agent = bearer(token)
+    stored = _json(agent, "POST", "/api/v1/facts", {"content": "The lab moved to building 4"})
+    assert stored.status_code == 201
+    hits = _json(agent, "POST", "/api/v1/recall", {"query": "where is the lab?"}).json()
+    assert hits["results"][0]["fact"]["content"] == "The lab moved to building 4"
+    call_command("apikey", "list", "research")
+    listing = capsys.readouterr().out
+    assert "hermes-research" in listing and token not in listing
+    key_id = listing.split("\t")[0]
+    call_command("apikey", "revoke", "research", key_id)
+    _error(agent.get("/api/v1/facts"), 401)
+    with pytest.raises(CommandError, match="tenant"):
+        call_command("apikey", "create", "nowhere", "x")
