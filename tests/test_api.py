@@ -494,3 +494,27 @@ def test_a_key_made_on_the_command_line_recalls_over_http(db, capsys) -> None:
     _error(agent.get("/api/v1/facts"), 401)
     with pytest.raises(CommandError, match="tenant"):
         call_command("apikey", "create", "nowhere", "x")
+
+
+def test_recall_by_an_agent_counts_as_a_retrieval_and_a_person_looking_does_not(
+    world, owner, django_capture_on_commit_callbacks
+) -> None:
+    from memoryadmin.celery import app
+
+    body = {"query": "what does Alice drink?", "channels": ["fts"]}
+    app.conf.task_always_eager = True  # run the counting task here, as a worker would
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            _json(signed_in(owner), "POST", f"{BASE}/recall", body)
+        assert fact_get_count(world) == 0
+        with django_capture_on_commit_callbacks(execute=True):
+            _json(bearer(world.tokens["read"]), "POST", "/api/v1/recall", body)
+        assert fact_get_count(world) == 1
+    finally:
+        app.conf.task_always_eager = False
+
+
+def fact_get_count(world: World) -> int:
+    from facts.selectors import fact_get
+
+    return fact_get(tenant=world.tenant, fact_id=world.fact.pk).retrieval_count
