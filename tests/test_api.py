@@ -518,3 +518,11 @@ def fact_get_count(world: World) -> int:
     from facts.selectors import fact_get
 
     return fact_get(tenant=world.tenant, fact_id=world.fact.pk).retrieval_count
+
+
+def test_the_schema_generates_without_a_warning(tmp_path) -> None:
+    from django.core.management import call_command
+
+    out = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
+    assert "operationId: v1_tenants_facts_list" in out.read_text()

@@ -17,6 +17,12 @@ class ApiSchema(AutoSchema):
     def _is_list_view(self, serializer: Any = None) -> bool:
         return serializer is not None and is_list_serializer(serializer)
 
+    def get_operation_id(self) -> str:
+        operation_id = super().get_operation_id()
+        if getattr(self.view, "action", None) == "list" and operation_id.endswith("_retrieve"):
+            operation_id = operation_id.removesuffix("_retrieve") + "_list"
+        return operation_id
+
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
     target_class = "memoryadmin.api.auth.ApiKeyAuthentication"
