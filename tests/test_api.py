@@ -163,12 +163,13 @@ def test_an_import_reports_every_line_and_stores_the_good_ones(world, agent) -> 
             json.dumps({"content": "Gina's turn", "kind": "turn", "session_id": "s1",
                         "created_at": "2026-01-31T09:30:00Z"}),
             json.dumps(["a list"]),
+            '{"content": "one line\u2028still the same line"}',
         ]
     )  # fmt: skip
     response = agent.generic("POST", "/api/v1/facts/import", body, "application/x-ndjson")
     assert response.status_code == 200, response.content
     report = response.json()
-    assert report["counts"] == {"added": 2, "exists": 1, "restored": 0, "error": 3}
+    assert report["counts"] == {"added": 3, "exists": 1, "restored": 0, "error": 3}
     by_line = {line["line"]: line for line in report["lines"]}
     assert by_line[1]["status"] == "added" and by_line[3]["status"] == "exists"
     assert by_line[3]["fact_id"] == by_line[1]["fact_id"]
@@ -179,7 +180,10 @@ def test_an_import_reports_every_line_and_stores_the_good_ones(world, agent) -> 
     turn = agent.get(f"/api/v1/facts/{by_line[6]['fact_id']}").json()
     assert turn["kind"] == "turn" and turn["created_at"].startswith("2026-01-31T09:30")
     imported = agent.get("/api/v1/audit?action=import").json()["results"]
-    assert imported[0]["after"] == {"lines": 6, "added": 2, "exists": 1, "restored": 0, "error": 3}
+    assert imported[0]["after"] == {"lines": 7, "added": 3, "exists": 1, "restored": 0, "error": 3}
+    assert agent.get(f"/api/v1/facts/{by_line[8]['fact_id']}").json()["content"] == (
+        "one line\u2028still the same line"
+    )
 
 
 def test_an_import_must_be_utf8_json_lines(world, agent) -> None:
