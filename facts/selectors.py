@@ -15,7 +15,16 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from facts.entities import entity_normalize
-from facts.models import Entity, EventAction, Fact, FactEntity, FactEvent, Kind, Status
+from facts.models import (
+    Entity,
+    EventAction,
+    Fact,
+    FactEntity,
+    FactEvent,
+    FactVector,
+    Kind,
+    Status,
+)
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant, TenantAction, TenantEvent
 from tenants.scope import tenant_scope
@@ -122,9 +131,7 @@ def fact_list(
             links = FactEntity.objects.for_tenant(tenant).filter(entity_id=entity_id)
             facts = facts.filter(pk__in=links.values("fact_id"))
         rows = list(
-            facts.filter(filters)
-            .defer("embedding", "search_vector")
-            .order_by("-created_at", "-id")[: limit + 1]
+            facts.filter(filters).defer("search_vector").order_by("-created_at", "-id")[: limit + 1]
         )
     more = len(rows) > limit
     rows = rows[:limit]
@@ -150,6 +157,16 @@ def fact_entities(*, tenant: Tenant, fact_id: Any) -> list[Entity]:
             Entity.objects.for_tenant(tenant)
             .filter(pk__in=ids.values("entity_id"))
             .order_by("name")
+        )
+
+
+def fact_vectors(*, tenant: Tenant, fact_id: Any) -> list[FactVector]:
+    """The fact's vectors, one per embedding model, oldest model first."""
+    with tenant_scope(tenant):
+        return list(
+            FactVector.objects.for_tenant(tenant)
+            .filter(fact_id=_fact_id(fact_id))
+            .order_by("created_at", "id")
         )
 
 
