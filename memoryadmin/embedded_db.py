@@ -43,6 +43,22 @@ _MAX_SOCKET_PATH = 100
 LEAKPROOF_FULL_TEXT_MATCH = "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF"
 
 
+def _memory_options() -> str:
+    """Memory settings sized to the machine, as for a server of one's own: a quarter of the RAM
+    for shared buffers (at most 2 GB). PostgreSQL's 128 MB default cannot hold the HNSW index of
+    100,000 facts (about 200 MB), and a vector query that reads its pages from the operating
+    system instead takes four times as long."""
+    try:
+        ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError):
+        ram_mb = 4096
+    shared = max(128, min(ram_mb // 4, 2048))
+    return (
+        f"-c shared_buffers={shared}MB -c effective_cache_size={max(512, ram_mb // 2)}MB "
+        f"-c maintenance_work_mem={max(64, min(ram_mb // 16, 1024))}MB"
+    )
+
+
 class EmbeddedDatabaseError(RuntimeError):
     """The embedded PostgreSQL server could not be started, stopped or reached."""
 
@@ -161,7 +177,8 @@ class EmbeddedPostgres:
                 "-l",
                 str(self.log_file),
                 "-o",
-                f"-c listen_addresses='' -k {self.socket_dir} -c unix_socket_permissions=0700",
+                f"-c listen_addresses='' -k {self.socket_dir} -c unix_socket_permissions=0700 "
+                + _memory_options(),
             )
             self._bootstrap()
             return True
