@@ -50,6 +50,8 @@ class ProviderConfig:
     embedder: str = "default"
     model_dir: str = ""
     broker_url: str = ""
+    # How long Hermes' exit waits for buffered memories to be written (the rest wait on disk).
+    flush_seconds: float = 10.0
     # Tenant settings this profile sees differently (never saved to the tenant).
     overrides: dict[str, float | int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -145,6 +147,12 @@ def parse_section(section: dict[str, Any], hermes_home: str | Path) -> ProviderC
         broker_url=_text(section, "broker_url", problems),
         problems=problems,
     )
+    if section.get("flush_seconds") is not None:
+        value = _number("flush_seconds", section["flush_seconds"], 0.0, 300.0, False)
+        if isinstance(value, str):
+            problems.append(value)
+        else:
+            config.flush_seconds = value
     for key, (setting, low, high, whole) in _OVERRIDES.items():
         if section.get(key) is not None:
             value = _number(key, section[key], low, high, whole)

@@ -295,7 +295,8 @@ class MnemosyneProvider(MemoryProvider):
         """Write what is buffered (for a bounded time), then stop the threads."""
         if self._writer is not None and self._writer.is_alive():
             self._wake.set()
-            if not self.wait_idle(SHUTDOWN_FLUSH_S) and self._outbox is not None:
+            flush = self._config.flush_seconds if self._config else SHUTDOWN_FLUSH_S
+            if not self.wait_idle(flush) and self._outbox is not None:
                 left = self._outbox.count(key_prefix=self._prefix())
                 if left:
                     self._warning(
