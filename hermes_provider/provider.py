@@ -94,7 +94,7 @@ class MnemosyneProvider(MemoryProvider):
         self._prompt_fact_ids: list[int] = []
         self._prompt_tokens = 0
         self._warn: Callable[[str], None] | None = None
-        self._warned: set[str] = set()
+        self._last_warning = ""
         self._outbox: Outbox | None = None
         self._reader: runtime.Worker | None = None
         self._writer: threading.Thread | None = None
@@ -284,8 +284,9 @@ class MnemosyneProvider(MemoryProvider):
 
     def _warning(self, message: str) -> None:
         logger.warning(message)
-        if self._warn is not None and message not in self._warned:
-            self._warned.add(message)
+        # The user sees each change of state once, not every retry that finds the same.
+        if self._warn is not None and message != self._last_warning:
+            self._last_warning = message
             try:
                 self._warn(message)
             except Exception:  # noqa: BLE001 - a UI callback must not break memory

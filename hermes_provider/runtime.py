@@ -28,7 +28,7 @@ _lock = threading.Lock()
 _configured_url: str | None = None
 # Seconds to wait for a PostgreSQL server that does not answer (a down server refuses at once).
 CONNECT_TIMEOUT_S = 5
-LOCAL_BROKER = "memory://"
+LOCAL_BROKER = "memory://localhost/"  # the host part is unused; without one kombu warns
 
 
 class NotReady(RuntimeError):
@@ -119,7 +119,7 @@ def local_tasks() -> bool:
     """True when Mnemosyne's task messages stay in this process (no broker configured)."""
     from django.conf import settings
 
-    return str(getattr(settings, "CELERY_BROKER_URL", "")).startswith(LOCAL_BROKER)
+    return str(getattr(settings, "CELERY_BROKER_URL", "")).startswith("memory://")
 
 
 def run_local_tasks(limit: int = 100) -> int:

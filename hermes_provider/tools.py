@@ -15,17 +15,21 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from facts.models import Category, Fact, Kind
-from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
-from tenants.models import Tenant
+
+if TYPE_CHECKING:
+    # Models need Django configured, which the provider does at initialize, after this import.
+    from facts.models import Fact
+    from tenants.actors import Actor
+    from tenants.models import Tenant
 
 ACTIONS = ["add", "search", "probe", "related", "reason", "contradict", "update", "remove", "list"]
 FEEDBACK_ACTIONS = ["helpful", "unhelpful"]
-CATEGORIES = list(Category.values)
-KINDS = list(Kind.values)
+CATEGORIES = ["user_pref", "project", "tool", "general"]  # facts.models.Category
+FACT, TURN = "fact", "turn"  # facts.models.Kind
+KINDS = [FACT, TURN]
 MAX_LIMIT = 100
 
 FACT_STORE_SCHEMA: dict[str, Any] = {
@@ -223,7 +227,7 @@ def fact_json(fact: Fact, score: float | None = None, **extra: Any) -> dict[str,
         "kind": fact.kind,
         "scope": fact.scope,
     }
-    if fact.kind == Kind.TURN:
+    if fact.kind == TURN:
         row.update(session_id=fact.session_id, position=fact.position, speaker=fact.speaker)
     if score is not None:
         row["score"] = round(score, 6)
@@ -249,7 +253,7 @@ def _add(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
     from facts.services import fact_add
 
     _need(binding, write=True)
-    kind = _choice(args, "kind", KINDS) or Kind.FACT
+    kind = _choice(args, "kind", KINDS) or FACT
     given_scope = _given(args, "scope")
     result = fact_add(
         tenant=binding.tenant,
@@ -259,7 +263,7 @@ def _add(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
         category=_choice(args, "category", CATEGORIES),
         tags=_given(args, "tags"),
         scope=given_scope if given_scope is not None else binding.scope,
-        session_id=binding.session_id if kind == Kind.TURN else None,
+        session_id=binding.session_id if kind == TURN else None,
     )
     # holographic answers "added" for a duplicate too; "exists"/"restored" say more.
     return {"fact_id": result.fact.pk, "status": result.status}
@@ -399,7 +403,7 @@ def _list(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
         scope_prefix=_read_scope(binding, args) or None,
         category=_choice(args, "category", CATEGORIES),
         # Turns would bury the curated facts; ask for kind "turn" to see them.
-        kind=_choice(args, "kind", KINDS) or Kind.FACT,
+        kind=_choice(args, "kind", KINDS) or FACT,
         trust_min=_number(args, "min_trust", 0.0, 1.0),
         limit=_limit(args),
     )
