@@ -179,7 +179,7 @@ def test_a_database_outage_mid_conversation_loses_no_turn_and_writes_none_twice(
     update_config(hermes / "config.yaml", {"plugins.mnemosyne.flush_seconds": 2})
 
     said = [f"Turn {n}: the {word} is ready." for n, word in enumerate(
-        ["build", "deploy", "backup", "report", "release", "review"], 1)]  # fmt: skip
+        ["build", "deploy", "backup", "report", "release", "review", "retro"], 1)]  # fmt: skip
     with ChatServer(remembering_model) as model:
         agent = HermesProcess(hermes, model.base_url, "ops-chat", tmp_path / "agent-1.log")
         agent.say(said[0])
@@ -197,13 +197,17 @@ def test_a_database_outage_mid_conversation_loses_no_turn_and_writes_none_twice(
         agent.exit()  # Hermes exits while the database is down: the turn waits on disk
         assert any("kept in" in line for line in agent.output), agent.output
 
-        server.start()
+        # Hermes starts again before the database does.
         again = HermesProcess(hermes, model.base_url, "ops-chat", tmp_path / "agent-2.log")
-        again.say(said[5])
+        assert again.say(said[5]).startswith("You said: Turn 6")
+        assert any("database is unreachable" in line for line in again.output), again.output
+        server.start()
+        again.say(said[6])
+        wait_for(lambda: len(_rows(server)) == 14, timeout=60, what="the buffer to drain")
         again.exit()
 
     rows = _rows(server)
     users = [content for _, speaker, content in rows if speaker == "user"]
     assert users == said  # every turn, once, in order
-    assert [position for position, _, _ in rows] == list(range(12))
-    assert len({content for _, _, content in rows}) == 12
+    assert [position for position, _, _ in rows] == list(range(14))
+    assert len({content for _, _, content in rows}) == 14

@@ -495,3 +495,28 @@ def test_two_profiles_of_two_tenants_never_see_each_others_memories(
     assert fact_get(tenant=other_tenant, fact_id=ids["globex"]).trust_score == 0.5
     acme = {f.content for f in fact_list(tenant=tenant, limit=50).facts}
     assert "acme was here" in acme and "globex was here" not in acme
+
+
+def test_without_its_settings_the_provider_is_unavailable_and_setup_writes_them(
+    tmp_path: Path, monkeypatch, key: str
+) -> None:
+    from hermes_provider.provider import MnemosyneProvider
+
+    home = tmp_path / "fresh"
+    home.mkdir()
+    (home / "config.yaml").write_text("# mine\nmodel:\n  default: some-model\n")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.delenv("MNEMOSYNE_API_KEY", raising=False)
+    monkeypatch.delenv("MNEMOSYNE_DATABASE_URL", raising=False)
+    provider = MnemosyneProvider()
+    assert provider.is_available() is False
+    asked = {field["key"] for field in provider.get_config_schema()}
+    assert {"database_url", "api_key", "scope", "auto_extract", "budget"} <= asked
+    provider.save_config(
+        {"database_url": database_url(connection.settings_dict), "scope": "team:core"}, str(home)
+    )
+    assert provider.is_available() is False  # still no key
+    monkeypatch.setenv("MNEMOSYNE_API_KEY", key)  # a secret `hermes memory setup` put in .env
+    assert provider.is_available() is True
+    text = (home / "config.yaml").read_text()
+    assert text.startswith("# mine\nmodel:\n  default: some-model\n") and "team:core" in text
