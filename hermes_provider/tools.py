@@ -263,7 +263,8 @@ def _add(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
         category=_choice(args, "category", CATEGORIES),
         tags=_given(args, "tags"),
         scope=given_scope if given_scope is not None else binding.scope,
-        session_id=binding.session_id if kind == TURN else None,
+        # Hermes names the session at initialize; a profile run without one still has turns.
+        session_id=(binding.session_id or "hermes") if kind == TURN else None,
     )
     # holographic answers "added" for a duplicate too; "exists"/"restored" say more.
     return {"fact_id": result.fact.pk, "status": result.status}
