@@ -25,6 +25,17 @@ from tests.hermes_support import manager_for, tool, write_profile
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def _no_task_messages_left():
+    """These tests commit many writes, each sending an embedding task to the test run's broker,
+    where no worker takes them; left there, they would queue ahead of the worker tests' own."""
+    yield
+    from memoryadmin.celery import app
+
+    with app.connection_for_write() as broker:
+        broker.default_channel.queue_purge("celery")
+
+
 @pytest.fixture
 def key(tenant, system_actor) -> str:
     return apikey_create(tenant=tenant, name="coder", actor=system_actor).token
