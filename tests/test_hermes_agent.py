@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import queue
+import shutil
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -129,9 +131,13 @@ def test_an_agent_stores_a_fact_recalls_it_and_gets_its_session_back_after_a_res
 
 
 @pytest.fixture
-def own_database(tmp_path: Path):
-    """An embedded PostgreSQL of this test's own, migrated, with a tenant and its API key."""
-    home = tmp_path / "mnemosyne"
+def own_database():
+    """An embedded PostgreSQL of this test's own, migrated, with a tenant and its API key.
+
+    Outside pytest's temporary folders: a pytest session starting meanwhile (anyone's) makes
+    those private again, and the server, which runs as its own system user, would lose its way
+    to its data."""
+    home = Path(tempfile.mkdtemp(prefix="mnemosyne-outage-test-"))
     server = server_for_home(home)
     server.start()
     env = child_env(MNEMOSYNE_HOME=str(home), DATABASE_URL=None)
@@ -150,6 +156,7 @@ def own_database(tmp_path: Path):
         yield home, server, made.stdout.strip().splitlines()[-1]
     finally:
         server.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _rows(server) -> list[tuple[int, str, str]]:
