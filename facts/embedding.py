@@ -1,12 +1,12 @@
-"""Giving facts their vectors: claimed in batches, embedded, stored with the model's name."""
+"""Giving facts their vectors: claimed in batches, embedded by every target model, stored with
+each model's name and dimension."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db.models import Q
 
-from facts.models import Fact, Kind, Status
-from retrieval.embedders import get_embedder
+from facts.models import Fact, FactVector, Kind, Status
+from retrieval.vectors import configured_embedder, embedding_targets, not_model
 from tenants.models import Tenant
 from tenants.scope import all_tenants_scope, tenant_scope
 
@@ -41,39 +41,64 @@ def _previous_turns(tenant: Tenant, facts: list[Fact]) -> dict[tuple[str, int], 
 
 
 def facts_embed_batch(*, tenant: Tenant, limit: int = 64) -> int:
-    """Embed up to `limit` of the tenant's unembedded active facts. Returns how many.
+    """Embed up to `limit` of the tenant's active facts that have no vector of the configured
+    model yet (new facts, and during a model switch every older one). Returns how many.
 
     Rows are claimed with SKIP LOCKED, so several workers share the backlog without doing any
     fact twice; a crash leaves the rows unembedded for the next run.
     """
+    targets = embedding_targets()
+    configured = targets[0][0].name
     with tenant_scope(tenant):
         facts = list(
             Fact.objects.for_tenant(tenant)
-            .filter(status=Status.ACTIVE, embedding__isnull=True)
-            .only("id", "tenant_id", "kind", "speaker", "content", "session_id", "position")
-            .order_by("id")
+            .filter(not_model(configured), status=Status.ACTIVE)
+            .only(
+                "id", "tenant_id", "kind", "speaker", "content", "session_id", "position",
+                "embedding_model",
+            )
+            # Facts never embedded ('' sorts first) before older ones a model switch re-embeds:
+            # a fact stored during a long switch is not left without any vector.
+            .order_by("embedding_model", "id")
             .select_for_update(skip_locked=True)[:limit]
-        )
+        )  # fmt: skip
         if not facts:
             return 0
-        embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
         previous = _previous_turns(tenant, facts)
         texts = [
             embedding_text(f, previous.get((f.session_id, (f.position or 0) - 1))) for f in facts
         ]
-        vectors = embedder.embed(texts, purpose="passage")
-        for fact, vector in zip(facts, vectors, strict=True):
-            fact.embedding = vector
-            fact.embedding_model = embedder.name
-        Fact.objects.for_tenant(tenant).bulk_update(facts, ["embedding", "embedding_model"])
+        rows = []
+        for space, embedder in targets:
+            # A fact that already has the serving model's vector (made before the switch) needs
+            # only the configured model's.
+            todo = [i for i, f in enumerate(facts) if f.embedding_model != space.name]
+            vectors = embedder.embed([texts[i] for i in todo], purpose="passage")
+            rows += [
+                FactVector(
+                    tenant=tenant, fact_id=facts[i].pk, model=space.name,
+                    dimension=space.dimension, embedding=vector,
+                )
+                for i, vector in zip(todo, vectors, strict=True)
+            ]  # fmt: skip
+        FactVector.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["tenant", "fact", "model"],
+            update_fields=["dimension", "embedding"],
+        )
+        Fact.objects.for_tenant(tenant).filter(pk__in=[f.pk for f in facts]).update(
+            embedding_model=configured
+        )
         return len(facts)
 
 
 def tenants_with_pending_embeddings() -> list[int]:
+    configured = configured_embedder().name
     with all_tenants_scope("embedding sweep"):
         return list(
             Fact.objects.all_tenants()
-            .filter(status=Status.ACTIVE, embedding__isnull=True)
+            .filter(not_model(configured), status=Status.ACTIVE)
             .order_by()
             .values_list("tenant_id", flat=True)
             .distinct()

@@ -102,7 +102,7 @@ def _facts(
         facts = facts.filter(category=category)
     if kind:
         facts = facts.filter(kind=kind)
-    return facts.defer("embedding", "search_vector")
+    return facts.defer("search_vector")
 
 
 def _by_trust(facts: QuerySet[Fact]) -> QuerySet[Fact]:

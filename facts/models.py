@@ -42,8 +42,7 @@ class Fact(TenantOwned):
     tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     search_vector = SearchVectorField(null=True)
-    # Null until a worker embeds it; vectors of different models are never compared.
-    embedding = VectorField(null=True, blank=True)
+    # The model of the fact's newest vector (in FactVector); empty until a worker embeds it.
     embedding_model = models.CharField(max_length=100, blank=True, default="")
     trust_score = models.FloatField(default=0.5)
     helpful_count = models.PositiveIntegerField(default=0)
@@ -68,10 +67,11 @@ class Fact(TenantOwned):
             ),
             models.Index(fields=["tenant", "-created_at", "-id"], name="fact_tenant_created"),
             models.Index(fields=["tenant", "session_id", "position"], name="fact_tenant_session"),
+            # Facts still waiting for a vector of the configured model, found by model name.
             models.Index(
-                fields=["tenant", "id"],
-                name="fact_unembedded",
-                condition=models.Q(embedding__isnull=True, status="active"),
+                fields=["embedding_model", "tenant", "id"],
+                name="fact_embedding_state",
+                condition=models.Q(status="active"),
             ),
             GinIndex(fields=["search_vector"], name="fact_search_vector"),
         ]
@@ -95,6 +95,27 @@ class Fact(TenantOwned):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.content[:60]}"
+
+
+class FactVector(TenantOwned):
+    """A fact's vector by one embedding model. A fact has one per model; while the deployment
+    switches models, the old model's vectors serve recall until the new ones are complete.
+    Vectors of two models are never compared: each model has its own HNSW index, on its own
+    rows, at its own dimension (see `retrieval.vectors`)."""
+
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=100)
+    dimension = models.PositiveIntegerField()
+    embedding = VectorField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "fact", "model"], name="factvector_once"),
+            models.CheckConstraint(
+                condition=models.Q(dimension__gt=0), name="factvector_dimension_positive"
+            ),
+        ]
 
 
 class EntityType(models.TextChoices):

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from facts.models import Entity, Fact, FactEntity, FactEvent, Kind, Status
+from facts.models import Entity, Fact, FactEntity, FactEvent, FactVector, Kind, Status
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -109,7 +109,7 @@ def fact_list(
         rows = list(
             Fact.objects.for_tenant(tenant)
             .filter(filters)
-            .defer("embedding", "search_vector")
+            .defer("search_vector")
             .order_by("-created_at", "-id")[: limit + 1]
         )
     more = len(rows) > limit
@@ -136,6 +136,16 @@ def fact_entities(*, tenant: Tenant, fact_id: Any) -> list[Entity]:
             Entity.objects.for_tenant(tenant)
             .filter(pk__in=ids.values("entity_id"))
             .order_by("name")
+        )
+
+
+def fact_vectors(*, tenant: Tenant, fact_id: Any) -> list[FactVector]:
+    """The fact's vectors, one per embedding model, oldest model first."""
+    with tenant_scope(tenant):
+        return list(
+            FactVector.objects.for_tenant(tenant)
+            .filter(fact_id=_fact_id(fact_id))
+            .order_by("created_at", "id")
         )
 
 

@@ -19,7 +19,16 @@ from django.db.models import F, TextField, Value
 from django.utils import timezone
 
 from facts.entities import fact_link_entities
-from facts.models import Category, EventAction, Fact, FactEvent, Feedback, Kind, Status
+from facts.models import (
+    Category,
+    EventAction,
+    Fact,
+    FactEvent,
+    FactVector,
+    Feedback,
+    Kind,
+    Status,
+)
 from retrieval.text import analyze
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
@@ -395,9 +404,10 @@ def fact_update(
             update_fields.append("content_hash")
         if "content" in changed:
             fact.search_vector = _search_vector(fact.content)
-            fact.embedding = None  # the old vector describes the old text
+            # The old vectors describe the old text.
+            FactVector.objects.for_tenant(tenant).filter(fact_id=fact.pk).delete()
             fact.embedding_model = ""
-            update_fields += ["search_vector", "embedding", "embedding_model"]
+            update_fields += ["search_vector", "embedding_model"]
         fact.save(update_fields=update_fields)
         _event(tenant, fact.pk, EventAction.UPDATE, actor, before=before, after=changed)
         if "content" in changed:

@@ -109,7 +109,8 @@ _EMBEDDER_RECHECK_S = 60.0
 
 
 def check_embedder() -> Check:
-    """Load the configured embedder (once per process) and embed a probe sentence."""
+    """Load the configured embedder (once per process), embed a probe sentence, and check it
+    agrees with what is recorded of its model (a changed dimension under the same name)."""
     global _embedder_result
     with _embedder_lock:
         if _embedder_result and time.monotonic() - _embedder_result[0] < _EMBEDDER_RECHECK_S:
@@ -122,10 +123,23 @@ def check_embedder() -> Check:
             try:
                 embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
                 result = embedder_health(embedder)
+                if result["ok"]:
+                    result["serving"] = _serving_model()
             except EmbedderError as error:
                 result = {"ok": False, "spec": settings.MNEMOSYNE_EMBEDDER, "detail": str(error)}
         _embedder_result = (time.monotonic(), result)
         return result
+
+
+def _serving_model() -> str | None:
+    from retrieval.vectors import configured_embedder, serving_space
+
+    try:
+        configured_embedder()  # raises when its model is recorded with another dimension
+        serving = serving_space()
+    except DatabaseError:
+        return None  # the database check names that
+    return serving.name if serving else None
 
 
 CHECKS = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -38,6 +39,8 @@ class ContextBlock:
     text: str
     tokens: int
     levels: dict[str, list[int]] = field(default_factory=dict)
+    # Milliseconds: "total", and recall's own ("recall", "embed_query") when it ran.
+    timings_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def fact_ids(self) -> list[int]:
@@ -103,6 +106,8 @@ def context_build(
     exclude: Iterable[int] = (),
 ) -> ContextBlock:
     """`exclude`: ids the reader has already been shown (e.g. the facts of a system prompt)."""
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
     total = tenant.setting("token_budget") if budget is None else budget
     if isinstance(total, bool) or not isinstance(total, int) or not 50 <= total <= 32000:
         raise InvalidInput("budget", "must be a whole number of tokens from 50 to 32000")
@@ -115,7 +120,7 @@ def context_build(
         facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
         if prefix:
             facts = facts.filter(scope__startswith=prefix)
-        facts = facts.defer("embedding", "search_vector")
+        facts = facts.defer("search_vector")
         if hot_restore and session_id:
             recent = list(
                 facts.filter(kind=Kind.TURN, session_id=session_id).order_by("-position")[
@@ -141,9 +146,13 @@ def context_build(
             seen.update(levels["important"])
         if query:
             hits = recall_search(tenant=tenant, query=query, k=RECALL_RESULTS, scope=prefix)
+            timings["recall"] = hits.timings_ms["total"]
+            if "embed_query" in hits.timings_ms:
+                timings["embed_query"] = hits.timings_ms["embed_query"]
             found = [h.fact for h in hits.hits if h.fact.pk not in seen]
             levels["relevant"] = room.take(lines, "## Relevant memories", found, room.left)
-    return ContextBlock(text="\n".join(lines), tokens=room.used, levels=levels)
+    timings["total"] = (time.perf_counter() - started) * 1000
+    return ContextBlock(text="\n".join(lines), tokens=room.used, levels=levels, timings_ms=timings)
 
 
 def _generation(tenant_id: int) -> int:

@@ -6,26 +6,30 @@ query -> channels (full text with BM25, vector, entities) -> min-max normalised 
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from itertools import combinations
+from typing import Any, NamedTuple
 
-from django.conf import settings
-from django.core.cache import cache
 from django.utils import timezone
 
 from facts.entities import entity_extractor, entity_normalize
 from facts.models import Category, Fact, Kind
 from retrieval import sql
-from retrieval.embedders import EmbedderError, get_embedder
+from retrieval.embedders import EmbedderError
+from retrieval.stats import corpus_stats
 from retrieval.text import analyze
+from retrieval.vectors import embedder_for, serving_space
 from tenants.errors import InvalidInput
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
+
+logger = logging.getLogger(__name__)
 
 CHANNELS = ("fts", "vec", "entity")
 CANDIDATES = 100
@@ -35,9 +39,12 @@ MAX_K = 100
 NEIGHBOUR_SHARE = 0.3
 SESSION_SHARE = 0.15
 SPEAKER_BONUS = 0.05
-BM25_K1, BM25_B = 1.2, 0.75
 ENTITY_GATED = True
-_DF_TTL_S = 300
+# Full text: up to FTS_EXACT facts sharing a word with the query, all are read and ranked
+# (exact); beyond, each query of the cascade reads at most FTS_TOUCH. FTS_KEEP of those are
+# scored with real term frequencies; the PLAN_TERMS rarest terms select candidates, and the
+# MAX_TERMS rarest count at all. (Each fact read costs about 2.5 µs of PostgreSQL's time.)
+FTS_EXACT, FTS_TOUCH, FTS_KEEP, PLAN_TERMS, MAX_TERMS = 2000, 500, 150, 6, 32
 
 
 @dataclass
@@ -55,6 +62,18 @@ class RecallHit:
 class RecallResult:
     hits: list[RecallHit]
     timings_ms: dict[str, float]
+
+
+class _Candidate(NamedTuple):
+    """What fusion needs of a candidate; whole facts are loaded for the k best only."""
+
+    id: int
+    kind: str
+    session_id: str
+    position: int | None
+    speaker: str
+    trust_score: float
+    created_at: datetime
 
 
 def _clean_query(query: Any) -> str:
@@ -83,74 +102,89 @@ def _minmax(scores: dict[Any, float]) -> dict[Any, float]:
 # -- channels ---------------------------------------------------------------------------------
 
 
-def _document_frequencies(tenant_id: int, lexemes: list[str]) -> dict[str, int]:
-    keys = {lexeme: f"mnemosyne:{tenant_id}:df:{lexeme}" for lexeme in lexemes}
-    cached = cache.get_many(list(keys.values()))
-    found = {lexeme: cached[key] for lexeme, key in keys.items() if key in cached}
-    missing = [lexeme for lexeme in lexemes if lexeme not in found]
-    if missing:
-        fresh = sql.document_frequencies(tenant_id=tenant_id, lexemes=missing)
-        cache.set_many({keys[lexeme]: count for lexeme, count in fresh.items()}, _DF_TTL_S)
-        found.update(fresh)
-    return found
+def _match_tiers(terms: list[tuple[str, int]]) -> Iterator[tuple[str, int]]:
+    """The full-text queries that select candidates, most demanding first (terms rarest first),
+    each with the number of facts it may read.
+
+    When all the facts that share a word with the query are few, one query takes them all and
+    BM25 ranks them: exact. Otherwise candidates must contain all of the rarest few terms, then
+    all but one of them, and so on: the facts BM25 ranks highest share the most (and rarest)
+    terms with the query, and a fact that shares only a common word is among thousands."""
+    if sum(documents for _, documents in terms) <= FTS_EXACT:
+        yield sql.tsquery_any([[lexeme] for lexeme, _ in terms]), FTS_EXACT
+        return
+    planning = [lexeme for lexeme, _ in terms[:PLAN_TERMS]]
+    for size in range(len(planning), 0, -1):
+        yield sql.tsquery_any(list(combinations(planning, size))), FTS_TOUCH
 
 
-def _corpus_stats(tenant_id: int) -> tuple[int, float]:
-    """(active facts, mean lexemes): BM25's corpus figures. They drift slowly, so a few minutes
-    old is fine, and counting 100,000 rows on every query is not."""
-    key = f"mnemosyne:{tenant_id}:corpus"
-    stats = cache.get(key)
-    if stats is None:
-        stats = sql.corpus_stats(tenant_id=tenant_id)
-        cache.set(key, stats, _DF_TTL_S)
-    return stats
-
-
-def _fts_scores(tenant_id: int, query: str, filters: sql.Filters) -> dict[int, float]:
-    """BM25 over the full-text candidates (PostgreSQL ranks without IDF, so we score here)."""
+def _fts_scores(
+    tenant_id: int, query: str, filters: sql.Filters, known: dict[int, _Candidate]
+) -> dict[int, float]:
+    """BM25 over the full-text candidates, with the tenant's own document frequencies."""
     analyzed = analyze(query)
-    lexemes = sql.query_lexemes(analyzed.latin, analyzed.han)
-    if not lexemes:
+    corpus = corpus_stats(tenant_id=tenant_id)
+    terms = [
+        (lexeme, documents)
+        for lexeme, documents in sql.query_terms(
+            tenant_id=tenant_id, latin=analyzed.latin, han=analyzed.han
+        )
+        if documents > 0
+    ]
+    if not terms:
         return {}
-    rows = sql.fts_candidates(
-        tenant_id=tenant_id, lexemes=lexemes, filters=filters, limit=CANDIDATES * 3
-    )
-    if not rows:
-        return {}
-    total, mean_length = _corpus_stats(tenant_id)
-    frequencies = _document_frequencies(tenant_id, lexemes)
-    idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequencies.items() if n > 0}
+    terms = sorted(terms, key=lambda term: (term[1], term[0]))[:MAX_TERMS]
+    total = max(corpus.documents, terms[-1][1])
+    idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in terms}
     scores: dict[int, float] = {}
-    for fact_id, vector_text in rows:
-        terms = sql.parse_tsvector(vector_text)
-        length = sum(terms.values()) or 1
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / max(mean_length, 1.0))
-        score = 0.0
-        for lexeme, weight in idf.items():
-            tf = terms.get(lexeme, 0)
-            if tf:
-                score += weight * tf * (BM25_K1 + 1) / (tf + norm)
-        scores[fact_id] = score
-    best = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)[:CANDIDATES]
-    return dict(best)
+    for match, touch in _match_tiers(terms):
+        ranked = sql.fts_ranked(
+            tenant_id=tenant_id,
+            idf=idf,
+            match=match,
+            filters=filters,
+            mean_length=corpus.mean_length,
+            touch=touch,
+            keep=FTS_KEEP,
+            limit=CANDIDATES,
+        )
+        for fid, score, columns in ranked:
+            scores[fid] = score
+            known[fid] = _Candidate(fid, *columns)
+        if len(scores) >= CANDIDATES:
+            break
+    return dict(sorted(scores.items(), key=lambda kv: kv[1], reverse=True)[:CANDIDATES])
 
 
 def _vector_scores(
-    tenant_id: int, query: str, filters: sql.Filters, timings: dict[str, float]
+    tenant_id: int,
+    query: str,
+    filters: sql.Filters,
+    timings: dict[str, float],
+    known: dict[int, _Candidate],
 ) -> dict[int, float]:
     started = time.perf_counter()
     try:
-        embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
-        vector = embedder.embed([query], purpose="query")[0]
-    except EmbedderError:
+        space = serving_space()
+        if space is None:
+            return {}  # nothing was ever embedded
+        vector = embedder_for(space).embed([query], purpose="query")[0]
+    except EmbedderError as error:
         # Recall goes on with its other channels while the embedder is broken (see /healthz).
+        logger.warning("tenant %s: vector channel off: %s", tenant_id, error)
         return {}
     finally:
         timings["embed_query"] = (time.perf_counter() - started) * 1000
     rows = sql.vector_candidates(
-        tenant_id=tenant_id, vector=vector, model=embedder.name, filters=filters, limit=CANDIDATES
+        tenant_id=tenant_id,
+        vector=vector,
+        model=space.name,
+        dimension=space.dimension,
+        filters=filters,
+        limit=CANDIDATES,
     )
-    return dict(rows)
+    known.update((fid, _Candidate(fid, *columns)) for fid, _, columns in rows)
+    return {fid: score for fid, score, _ in rows}
 
 
 def _entity_scores(tenant_id: int, query: str, filters: sql.Filters) -> dict[int, float]:
@@ -161,7 +195,7 @@ def _entity_scores(tenant_id: int, query: str, filters: sql.Filters) -> dict[int
     names = sorted({entity_normalize(found.name) for found in extractor(query)} - {""})
     if not names:
         return {}
-    total, _ = _corpus_stats(tenant_id)
+    total = corpus_stats(tenant_id=tenant_id).documents
     rows, most = sql.entity_candidates(
         tenant_id=tenant_id, names=names, total=total, filters=filters, limit=CANDIDATES
     )
@@ -182,7 +216,7 @@ def _fuse(fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, 
 
 
 def _conversation_lift(
-    facts: dict[int, Fact], fused: dict[int, float], query: str
+    facts: dict[int, _Candidate], fused: dict[int, float], query: str
 ) -> dict[int, dict[str, float]]:
     """Turns gain from their neighbours, from sessions that match as a whole, and from being
     spoken by someone the query names."""
@@ -261,38 +295,51 @@ def recall_search(
     started = time.perf_counter()
     with tenant_scope(tenant) as tenant_id:
         raw: dict[str, dict[int, float]] = {}
+        candidates: dict[int, _Candidate] = {}
         if "fts" in chosen:
-            raw["fts"] = _fts_scores(tenant_id, query, filters)
+            raw["fts"] = _fts_scores(tenant_id, query, filters, candidates)
         if "vec" in chosen:
-            raw["vec"] = _vector_scores(tenant_id, query, filters, timings)
+            raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates)
         if "entity" in chosen:
             raw["entity"] = _entity_scores(tenant_id, query, filters)
         # Min-max for the unbounded channels; the entity channel is a share already.
         normalised = {c: scores if c == "entity" else _minmax(scores) for c, scores in raw.items()}
-        candidate_ids = set().union(*(s.keys() for s in normalised.values()))
-        facts = {
-            f.pk: f
-            for f in Fact.objects.for_tenant(tenant)
-            .filter(pk__in=candidate_ids)
-            .defer("embedding", "search_vector")
-        }
-    fused = {fid: _fuse(fid, normalised, weights) for fid in facts}
-    lifts = _conversation_lift(facts, fused, query)
-    moment = now or timezone.now()
-    hits = []
-    for fid, fact in facts.items():
-        lift = lifts.get(fid, {})
-        age_days = max(0.0, (moment - fact.created_at).total_seconds() / 86400)
-        decay = 0.5 ** (age_days / half_life) if half_life else 1.0
-        score = (fused[fid] + sum(lift.values())) * fact.trust_score * decay
-        hits.append(
-            RecallHit(
-                fact=fact,
-                score=score,
-                channels={c: round(normalised[c].get(fid, 0.0), 6) for c in normalised},
-                factors={"trust": fact.trust_score, "decay": round(decay, 6), **lift},
+        # Full text and vectors bring what fusion needs of a fact; entities bring ids only.
+        missing = set().union(*(s.keys() for s in normalised.values())) - candidates.keys()
+        if missing:
+            candidates.update(
+                (row[0], _Candidate(*row))
+                for row in Fact.objects.for_tenant(tenant)
+                .filter(pk__in=missing)
+                .values_list(*_Candidate._fields)
             )
+        fused = {fid: _fuse(fid, normalised, weights) for fid in candidates}
+        lifts = _conversation_lift(candidates, fused, query)
+        moment = now or timezone.now()
+        scored = []
+        for fid, candidate in candidates.items():
+            lift = lifts.get(fid, {})
+            age_days = max(0.0, (moment - candidate.created_at).total_seconds() / 86400)
+            decay = 0.5 ** (age_days / half_life) if half_life else 1.0
+            score = (fused[fid] + sum(lift.values())) * candidate.trust_score * decay
+            factors = {"trust": candidate.trust_score, "decay": round(decay, 6), **lift}
+            scored.append((score, fid, factors))
+        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        best = scored[:k]
+        facts = (
+            Fact.objects.for_tenant(tenant)
+            .filter(pk__in=[fid for _, fid, _ in best])
+            .defer("search_vector")
+            .in_bulk()
         )
-    hits.sort(key=lambda h: (h.score, h.fact.pk), reverse=True)
+    hits = [
+        RecallHit(
+            fact=facts[fid],
+            score=score,
+            channels={c: round(normalised[c].get(fid, 0.0), 6) for c in normalised},
+            factors=factors,
+        )
+        for score, fid, factors in best
+    ]
     timings["total"] = (time.perf_counter() - started) * 1000
-    return RecallResult(hits=hits[:k], timings_ms=timings)
+    return RecallResult(hits=hits, timings_ms=timings)

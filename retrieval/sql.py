@@ -6,14 +6,11 @@ ORM's tenant guard does not see raw SQL, row-level security does.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from django.db import connection
-
-_TSV_ITEM = re.compile(r"'((?:[^']|'')*)':([\d,A-D]+)")
 
 
 def _like_escape(text: str) -> str:
@@ -48,70 +45,111 @@ class Filters:
         return " AND ".join(clauses), params
 
 
-def query_lexemes(latin: str, han: str) -> list[str]:
-    """The query's lexemes exactly as the stored search vectors spell them."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT DISTINCT lexeme FROM unnest("
-            "to_tsvector('english', %s) || to_tsvector('simple', %s))",
-            [latin, han],
-        )
-        return [row[0] for row in cursor.fetchall()]
+# What fusion needs of a fact, returned with each candidate so that no second query fetches it.
+FACT_COLUMNS = ("kind", "session_id", "position", "speaker", "trust_score", "created_at")
+Candidate = tuple[int, float, tuple[object, ...]]  # (id, channel score, FACT_COLUMNS)
 
 
-def _tsquery(lexemes: Sequence[str]) -> str:
-    # Each lexeme quoted for to_tsquery; OR: recall wants any matching word, BM25 ranks them.
-    return " | ".join(f"'{_tsquery_escape(lexeme)}'" for lexeme in lexemes)
+def _columns(alias: str) -> str:
+    return ", ".join(f"{alias}.{column}" for column in FACT_COLUMNS)
 
 
-def parse_tsvector(text: str) -> dict[str, int]:
-    """term -> frequency, from a tsvector's text form ('word':1,4 'other':2)."""
-    return {
-        m.group(1).replace("''", "'"): m.group(2).count(",") + 1 for m in _TSV_ITEM.finditer(text)
-    }
+def _candidates(rows: list[tuple[object, ...]]) -> list[Candidate]:
+    return [(row[0], float(row[1]), tuple(row[2:])) for row in rows]  # type: ignore[arg-type]
 
 
-def fts_candidates(
-    *, tenant_id: int, lexemes: Sequence[str], filters: Filters, limit: int
-) -> list[tuple[int, str]]:
-    """(id, search vector text) of facts matching any lexeme, best ts_rank_cd first."""
-    where, params = filters.sql()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT f.id, f.search_vector::text FROM facts_fact f, to_tsquery('simple', %s) q "  # noqa: S608 - clauses are ours, values are parameters
-            f"WHERE f.tenant_id = %s AND f.search_vector @@ q AND {where} "
-            "ORDER BY ts_rank_cd(f.search_vector, q) DESC LIMIT %s",
-            [_tsquery(lexemes), tenant_id, *params, limit],
-        )
-        return cursor.fetchall()
+# A lexeme the statistics have not seen is counted on the spot, up to this many facts.
+UNSEEN_COUNT_LIMIT = 1000
+BM25_K1, BM25_B = 1.2, 0.75
+# The text of a lexeme as tsquery input, in SQL (standard strings: a backslash is itself).
+_SQL_TSQUERY_LEXEME = r"('''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || '''')"
 
 
-def corpus_stats(*, tenant_id: int) -> tuple[int, float]:
-    """(number of active facts, their mean number of lexemes)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*), coalesce(avg(length(search_vector)), 0) FROM facts_fact "
-            "WHERE tenant_id = %s AND status = 'active'",
-            [tenant_id],
-        )
-        count, mean = cursor.fetchone()
-    return int(count), float(mean)
+def tsquery_lexeme(lexeme: str) -> str:
+    """A lexeme as tsquery input, taken literally (no parsing, no stemming)."""
+    return "'" + _tsquery_escape(lexeme) + "'"
 
 
-def document_frequencies(*, tenant_id: int, lexemes: Sequence[str]) -> dict[str, int]:
-    if not lexemes:
-        return {}
-    counts = ", ".join(
-        "count(*) FILTER (WHERE search_vector @@ to_tsquery('simple', %s))" for _ in lexemes
+def tsquery_any(groups: Sequence[Sequence[str]]) -> str:
+    """tsquery input matching any group, where a group matches when all its lexemes do."""
+    return " | ".join(
+        "(" + " & ".join(tsquery_lexeme(lexeme) for lexeme in group) + ")" for group in groups
     )
+
+
+def query_terms(*, tenant_id: int, latin: str, han: str) -> list[tuple[str, int]]:
+    """The query's lexemes exactly as stored search vectors spell them, each with the number of
+    the tenant's active facts that contain it: from the tenant's statistics, or counted now (up
+    to UNSEEN_COUNT_LIMIT) for a lexeme they have not seen yet."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {counts} FROM facts_fact, to_tsquery('simple', %s) q "  # noqa: S608
-            "WHERE tenant_id = %s AND status = 'active' AND search_vector @@ q",
-            [*(_tsquery([lexeme]) for lexeme in lexemes), _tsquery(lexemes), tenant_id],
+            "SELECT q.lexeme, coalesce(s.documents, (SELECT count(*) FROM (SELECT 1 FROM "  # noqa: S608 - the fragment is a constant
+            "facts_fact f WHERE f.tenant_id = %s AND f.status = 'active' AND f.search_vector @@ "
+            f"{_SQL_TSQUERY_LEXEME}::tsquery LIMIT %s) unseen)) "
+            "FROM (SELECT DISTINCT lexeme FROM unnest("
+            "to_tsvector('english', %s) || to_tsvector('simple', %s))) q "
+            "LEFT JOIN retrieval_lexemestat s ON s.tenant_id = %s AND s.lexeme = q.lexeme",
+            [tenant_id, UNSEEN_COUNT_LIMIT, latin, han, tenant_id],
         )
-        row = cursor.fetchone()
-    return dict(zip(lexemes, (int(v) for v in row), strict=True))
+        return [(row[0], int(row[1])) for row in cursor.fetchall()]
+
+
+def fts_ranked(
+    *,
+    tenant_id: int,
+    idf: dict[str, float],
+    match: str,
+    filters: Filters,
+    mean_length: float,
+    touch: int,
+    keep: int,
+    limit: int,
+) -> list[Candidate]:
+    """(id, BM25 score, FACT_COLUMNS) of the best facts that match the tsquery `match`, best
+    first.
+
+    The work is bounded whatever the data: at most `touch` matching facts are read (the caller
+    makes `match` selective enough), ranked cheaply with each query term counted once, and the
+    best `keep` of them scored by BM25 with their real term frequencies."""
+    if not idf:
+        return []
+    where, params = filters.sql()
+    lexemes, weights = list(idf), list(idf.values())
+    mean = max(mean_length, 1.0)
+    norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.v) / %s::float)"
+    once = " + ".join("(c.v @@ %s::tsquery)::int * %s::float" for _ in lexemes)
+    once_params: list[object] = []
+    for lexeme, weight in zip(lexemes, weights, strict=True):
+        once_params += [tsquery_lexeme(lexeme), weight]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH c AS MATERIALIZED ("  # noqa: S608 - clauses are ours, values are parameters
+            f"SELECT f.id, f.search_vector AS v, {_columns('f')} FROM facts_fact f "
+            f"WHERE f.tenant_id = %s AND f.search_vector @@ %s::tsquery AND {where} LIMIT %s), "
+            f"pre AS (SELECT c.*, {norm} AS norm FROM c "
+            f"ORDER BY ({once}) / (1 + {norm}) DESC LIMIT %s) "
+            "SELECT pre.id, sum(w.idf * t.tf * %s / (t.tf + pre.norm)), "
+            f"{_columns('pre')} FROM pre "
+            "CROSS JOIN LATERAL (SELECT u.lexeme, "
+            "greatest(coalesce(cardinality(u.positions), 0), 1) AS tf FROM unnest(pre.v) u) t "
+            "JOIN unnest(%s::text[], %s::float[]) AS w(lexeme, idf) ON w.lexeme = t.lexeme "
+            f"GROUP BY pre.id, {_columns('pre')} ORDER BY 2 DESC, pre.id DESC LIMIT %s",
+            [
+                tenant_id,
+                match,
+                *params,
+                touch,
+                mean,
+                *once_params,
+                mean,
+                keep,
+                BM25_K1 + 1,
+                lexemes,
+                weights,
+                limit,
+            ],
+        )
+        return _candidates(cursor.fetchall())
 
 
 def vector_candidates(
@@ -119,31 +157,40 @@ def vector_candidates(
     tenant_id: int,
     vector: np.ndarray,
     model: str,
+    dimension: int,
     filters: Filters,
     limit: int,
     ef_search: int = 100,
-) -> list[tuple[int, float]]:
-    """(id, cosine similarity) of the nearest facts embedded by `model`.
+) -> list[Candidate]:
+    """(id, cosine similarity, FACT_COLUMNS) of the facts nearest to `vector` among the vectors
+    of `model`.
 
-    The tenant and filters apply inside the HNSW scan (iterative scan, relaxed order), so a
-    small tenant among large ones still gets its `limit` best; the outer query restores order.
+    The tenant and model apply inside the model's HNSW scan and the filters on each fact it
+    yields; the scan is iterative (relaxed order), so it goes on until `limit` facts passed, and
+    a small tenant among large ones still gets its `limit` best. The outer query restores order.
     """
+    if vector.shape != (dimension,):
+        raise ValueError(f"a {dimension}-dimension vector is needed, got shape {vector.shape}")
     where, params = filters.sql()
-    dimension = int(vector.shape[0])
+    cast = f"vector({int(dimension)})"
     literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
     with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
         cursor.execute(
-            "SELECT id, 1 - distance FROM ("  # noqa: S608 - dimension is an int
-            f"SELECT f.id, f.embedding::vector({dimension}) <=> %s::vector({dimension}) AS distance"
-            " "
-            f"FROM facts_fact f WHERE f.tenant_id = %s AND f.embedding_model = %s AND {where} "
-            f"ORDER BY f.embedding::vector({dimension}) <=> %s::vector({dimension}) LIMIT %s"
+            "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+            f"SET LOCAL hnsw.ef_search = {int(ef_search)}"
+        )
+        cursor.execute(
+            f"SELECT id, 1 - distance, {', '.join(FACT_COLUMNS)} FROM ("  # noqa: S608 - the cast is an int, clauses are ours
+            f"SELECT v.fact_id AS id, v.embedding::{cast} <=> %s::{cast} AS distance, "
+            f"{_columns('f')} "
+            "FROM facts_factvector v JOIN facts_fact f "
+            "ON f.tenant_id = v.tenant_id AND f.id = v.fact_id "
+            f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
+            f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
             ") nearest ORDER BY distance",
             [literal, tenant_id, model, *params, literal, limit],
         )
-        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+        return _candidates(cursor.fetchall())
 
 
 def entity_candidates(

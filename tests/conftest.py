@@ -85,3 +85,14 @@ def owner_actor(owner):
     from tenants.actors import Actor
 
     return Actor.user(owner)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_vector_registry() -> Iterator[None]:
+    """Each test's transaction is rolled back, registered embedding models with it: the process
+    must not remember them."""
+    from retrieval.vectors import vector_models_changed
+
+    vector_models_changed()
+    yield
+    vector_models_changed()

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
-from facts.selectors import fact_get
+from facts.selectors import fact_get, fact_vectors
 from facts.services import fact_add
 from memoryadmin.models import ServiceHeartbeat
 from memoryadmin.tasks import heartbeat
@@ -120,6 +120,7 @@ def test_a_stored_fact_is_embedded_by_a_worker_once_committed(tmp_path: Path) ->
             what="the worker to embed the new fact",
         )
         assert embedded == "multilingual-e5-small-int8"
-        assert len(fact_get(tenant=tenant, fact_id=fact.pk).embedding) == 384
+        [vector] = fact_vectors(tenant=tenant, fact_id=fact.pk)
+        assert len(vector.embedding) == vector.dimension == 384
     finally:
         _stop(worker, log)

@@ -173,7 +173,8 @@ def test_update_changes_only_what_is_given_and_audits_exactly_that(tenant, owner
     )
     assert updated.content == "Alice prefers green tea" and updated.category == "user_pref"
     assert updated.content_hash == services.content_hash("alice prefers GREEN tea")
-    assert updated.embedding is None, "the old vector described the old text"
+    assert updated.embedding_model == "", "the old vector described the old text"
+    assert selectors.fact_vectors(tenant=tenant, fact_id=fact.pk) == []
     event = selectors.fact_history(tenant=tenant, fact_id=fact.pk)[-1]
     assert event.action == "update"
     assert event.before == {"content": "Alice prefers tea over coffee"}
@@ -337,8 +338,13 @@ def test_embedding_fills_vectors_with_the_model_name(tenant, system_actor) -> No
     assert facts_embed_batch(tenant=tenant) == 0, "nothing is embedded twice"
     fact = selectors.fact_get(tenant=tenant, fact_id=fact.pk)
     assert fact.embedding_model == "multilingual-e5-small-int8"
-    assert len(fact.embedding) == 384
-    assert selectors.fact_get(tenant=tenant, fact_id=turn.pk).embedding is not None
+    [vector] = selectors.fact_vectors(tenant=tenant, fact_id=fact.pk)
+    assert (vector.model, vector.dimension, len(vector.embedding)) == (
+        fact.embedding_model,
+        384,
+        384,
+    )
+    assert len(selectors.fact_vectors(tenant=tenant, fact_id=turn.pk)) == 1
 
 
 def test_actor_strings_name_who_did_it(tenant) -> None:
@@ -347,25 +353,3 @@ def test_actor_strings_name_who_did_it(tenant) -> None:
     fact = add(tenant, job).fact
     assert selectors.fact_get(tenant=tenant, fact_id=fact.pk).created_by == "job:retention"
     assert selectors.fact_history(tenant=tenant, fact_id=fact.pk)[0].actor == "job:retention"
-
-
-def test_vector_search_of_a_tenant_can_use_the_hnsw_index(tenant, system_actor) -> None:
-    for text in ("tea", "coffee", "hiking", "Yosemite", "老王"):
-        add(tenant, system_actor, content=f"Alice likes {text}")
-    facts_embed_batch(tenant=tenant)
-    with tenant_scope(tenant), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        query = (
-            "SELECT id FROM facts_fact WHERE tenant_id = %s AND status = 'active' "
-            "AND embedding_model = 'multilingual-e5-small-int8' "
-            "ORDER BY embedding::vector(384) <=> (SELECT embedding FROM facts_fact WHERE id = %s)"
-            "::vector(384) LIMIT 3"
-        )
-        first = selectors.fact_list(tenant=tenant).facts[-1]
-        cursor.execute("EXPLAIN " + query, [tenant.pk, first.pk])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-        cursor.execute(query, [tenant.pk, first.pk])
-        nearest = [row[0] for row in cursor.fetchall()]
-    assert "fact_embedding_e5_small" in plan
-    assert nearest[0] == first.pk

@@ -7,7 +7,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.utils import DatabaseError, ProgrammingError
 
 from facts import selectors, services
-from facts.models import Conflict, Entity, Fact, FactEntity, FactEvent, Feedback
+from facts.embedding import facts_embed_batch
+from facts.models import Conflict, Entity, Fact, FactEntity, FactEvent, FactVector, Feedback
+from retrieval.models import CorpusStats, LexemeStat
+from retrieval.search import recall_search
 from tenants.errors import NotFound
 from tenants.models import ApiKey, Membership, RetentionPolicy, TenantEvent
 from tenants.scope import TenantScopeError, all_tenants_scope, tenant_scope
@@ -15,8 +18,8 @@ from tenants.scope import TenantScopeError, all_tenants_scope, tenant_scope
 pytestmark = pytest.mark.django_db
 
 SCOPED_MODELS = [
-    Fact, Entity, FactEntity, Feedback, FactEvent, Conflict,
-    Membership, ApiKey, RetentionPolicy, TenantEvent,
+    Fact, FactVector, Entity, FactEntity, Feedback, FactEvent, Conflict,
+    Membership, ApiKey, RetentionPolicy, TenantEvent, CorpusStats, LexemeStat,
 ]  # fmt: skip
 
 
@@ -33,6 +36,8 @@ def two_tenants(tenant, other_tenant, owner, outsider, system_actor, settings):
         with tenant_scope(t):
             Conflict.objects.create(tenant=t, fact_a=a, fact_b=b, detected_by="tests")
         apikey_create(tenant=t, name="hermes", actor=system_actor)
+        facts_embed_batch(tenant=t)
+        recall_search(tenant=t, query="Alice")  # computes the tenant's full-text statistics
     return tenant, other_tenant
 
 

@@ -4,17 +4,26 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from retrieval.embedders import EmbedderError, embedder_health, get_embedder
+from retrieval.vectors import vector_model_register, vector_switch_progress
 
 
 class Command(BaseCommand):
     help = (
         "Load the configured embedder (MNEMOSYNE_EMBEDDER), preparing its model files on first "
-        "use, and embed a probe sentence. Exit 1 when it does not work."
+        "use, embed a probe sentence and register the model; say which model serves recall and "
+        "how far a switch to a new model is. Exit 1 when the embedder does not work."
     )
     requires_system_checks = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--watch",
+            action="store_true",
+            help="while a switch to a new model runs, print its progress until it is done",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         spec = settings.MNEMOSYNE_EMBEDDER
@@ -29,4 +38,27 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{health['name']} ({health['dimension']} dimensions) ready in "
             f"{time.monotonic() - started:.1f} s; {health['detail']}"
+        )
+        try:
+            vector_model_register(embedder, spec)
+        except EmbedderError as error:
+            raise CommandError(str(error)) from None
+        while True:
+            progress = vector_switch_progress()
+            self.stdout.write(self._describe(progress))
+            if not (options["watch"] and progress.filling):
+                return
+            time.sleep(5)
+
+    @staticmethod
+    def _describe(progress: Any) -> str:
+        if progress.filling:
+            share = progress.embedded / progress.active_facts if progress.active_facts else 1.0
+            return (
+                f"switching models: {progress.serving} serves recall while {progress.filling} "
+                f"embeds the facts: {progress.embedded} of {progress.active_facts} ({share:.0%})"
+            )
+        return (
+            f"{progress.serving} serves recall: {progress.embedded} of "
+            f"{progress.active_facts} active facts embedded"
         )

@@ -1,0 +1,24 @@
+"""Celery tasks of retrieval: thin, they take ids, scope to one tenant and call a service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.core.cache import cache
+
+from retrieval.stats import corpus_stats_refresh
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+
+
+@shared_task(name="retrieval.tasks.retrieval_refresh_corpus_stats", ignore_result=True)
+def retrieval_refresh_corpus_stats(tenant_id: int) -> int:
+    """Recompute a large tenant's full-text statistics. Returns the number of active facts."""
+    try:
+        tenant = Tenant.objects.filter(pk=tenant_id).first()
+        if tenant is None:
+            return 0
+        with tenant_scope(tenant):
+            corpus = corpus_stats_refresh(tenant_id=tenant.pk)
+        return corpus.documents if corpus else 0
+    finally:
+        cache.delete(f"mnemosyne:{tenant_id}:corpus-refresh")

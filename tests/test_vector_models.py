@@ -1,0 +1,123 @@
+"""Switching embedding models: the old vectors serve until the new ones are complete."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from facts import services
+from facts.embedding import facts_embed_batch
+from facts.selectors import fact_vectors
+from retrieval.embedders.use import USE_NAME
+from retrieval.models import VectorModel
+from retrieval.search import recall_search
+from retrieval.vectors import (
+    VectorModelMismatch,
+    index_name,
+    serving_space,
+    vector_model_register,
+    vector_models_changed,
+    vector_models_cleanup,
+    vector_switch_finish,
+    vector_switch_progress,
+)
+
+pytestmark = pytest.mark.django_db
+
+E5 = "multilingual-e5-small-int8"
+FACTS = [
+    "老王下周三去上海出差",
+    "团队每周一上午十点开站会",
+    "Bob is allergic to peanuts",
+    "The staging database runs PostgreSQL 18",
+]
+
+
+def _embed_all(tenant) -> None:
+    while facts_embed_batch(tenant=tenant):
+        pass
+
+
+def _vector_top(tenant, query: str) -> str:
+    return recall_search(tenant=tenant, query=query, channels=["vec"]).hits[0].fact.content
+
+
+def _index_exists(model: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [index_name(model)])
+        return cursor.fetchone() is not None
+
+
+# Committed for real: a new model's index is built concurrently, outside any transaction.
+@pytest.mark.django_db(transaction=True)
+def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
+    tenant, system_actor, settings, monkeypatch
+) -> None:
+    from retrieval import vectors
+
+    for text in FACTS:
+        services.fact_add(tenant=tenant, content=text, actor=system_actor)
+    _embed_all(tenant)
+    assert serving_space().name == E5
+
+    settings.MNEMOSYNE_EMBEDDER = "use"
+    vector_models_changed()
+    during = services.fact_add(
+        tenant=tenant, content="Carol flies to Lisbon on Monday", actor=system_actor
+    ).fact
+    assert facts_embed_batch(tenant=tenant, limit=2) == 2, "the new fact, and one older"
+    progress = vector_switch_progress()
+    assert (progress.serving, progress.filling) == (E5, USE_NAME)
+    assert progress.embedded == 2 < progress.active_facts == 5
+    assert _index_exists(USE_NAME), "the new model has its own index before it has vectors"
+
+    # Half-way: the old model still answers, for old facts and for the one stored just now.
+    assert vector_switch_finish() is None
+    assert serving_space().name == E5
+    assert _vector_top(tenant, "business trip to Shanghai") == FACTS[0]
+    assert {v.model for v in fact_vectors(tenant=tenant, fact_id=during.pk)} == {E5, USE_NAME}
+    assert _vector_top(tenant, "Carol's flight to Portugal") == during.content
+
+    _embed_all(tenant)
+    assert vector_switch_finish() == USE_NAME
+    assert serving_space().name == USE_NAME
+    assert recall_search(tenant=tenant, query="peanut allergy", channels=["vec"]).hits
+    assert _vector_top(tenant, "who cannot eat peanuts?") == FACTS[2]
+
+    # The retired model's vectors and index go once no process can still be asking it.
+    assert vector_models_cleanup() == 0, "not before its grace period"
+    monkeypatch.setattr(vectors, "RETIRED_GRACE", vectors.timedelta(0))
+    assert vector_models_cleanup() == len(FACTS) + 1
+    assert not _index_exists(E5)
+    assert list(VectorModel.objects.values_list("name", "state")) == [(USE_NAME, "serving")]
+    assert {v.model for v in fact_vectors(tenant=tenant, fact_id=during.pk)} == {USE_NAME}
+
+
+class _Resized:
+    """An embedder that claims e5's name with another dimension, as a changed model folder
+    would."""
+
+    name = E5
+    dimension = 256
+
+    def embed(self, texts, *, purpose="passage"):
+        return np.zeros((len(texts), self.dimension), dtype=np.float32)
+
+
+def test_a_model_name_known_with_another_dimension_is_refused(tenant, system_actor) -> None:
+    services.fact_add(tenant=tenant, content="Bob is allergic to peanuts", actor=system_actor)
+    _embed_all(tenant)
+    with pytest.raises(VectorModelMismatch, match="recorded with 384 dimensions.*gives 256"):
+        vector_model_register(_Resized(), "onnx:/models/e5-resized")
+    assert serving_space().name == E5, "nothing changed"
+
+
+def test_a_recall_vector_of_the_wrong_dimension_is_an_error_not_nonsense(tenant) -> None:
+    from retrieval import sql
+
+    with pytest.raises(ValueError, match="384-dimension vector is needed"):
+        sql.vector_candidates(
+            tenant_id=tenant.pk, vector=np.zeros(512, dtype=np.float32), model=E5,
+            dimension=384, filters=sql.Filters(), limit=10,
+        )  # fmt: skip
