@@ -19,9 +19,11 @@ import psycopg
 import pytest
 from django.db import connection
 
+from facts.models import FactVector
 from facts.selectors import fact_list
 from hermes_provider.config import update_config
 from memoryadmin.embedded_db import server_for_home
+from tenants.scope import tenant_scope
 from tenants.services import apikey_create
 from tests.helpers import PYTHON, REPO, child_env, database_url, wait_for
 from tests.hermes_support import ChatServer, memory_context, remembering_model, write_profile
@@ -105,6 +107,14 @@ def test_an_agent_stores_a_fact_recalls_it_and_gets_its_session_back_after_a_res
         assert asked.startswith("What is the staging database called?")
         assert "The staging database is called Orion." in memory_context(asked)
         assert agent.exit()["django_env"] is None  # no settings module leaked to Hermes
+        # No broker configured: the Hermes process embedded what it stored, before it exited.
+        stored = (
+            fact_list(tenant=tenant, limit=10).facts
+            + fact_list(tenant=tenant, kind="turn", limit=10).facts
+        )
+        with tenant_scope(tenant):
+            embedded = set(FactVector.objects.for_tenant(tenant).values_list("fact_id", flat=True))
+        assert {f.pk for f in stored} <= embedded
 
         turns = sorted(fact_list(tenant=tenant, kind="turn").facts, key=lambda f: f.position)
         assert [(t.speaker, t.content) for t in turns] == [
