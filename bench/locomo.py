@@ -1,6 +1,7 @@
 """Recall on LoCoMo: every dialogue turn one memory, every question with evidence asked.
 
-    python -m bench.locomo --data PATH [--k 1,5,10,25] [--channels fts,vec,entity] [--json OUT]
+    python -m bench.locomo --data PATH [--k 1,5,10,25] [--channels fts,vec,entity]
+                           [--weights fts=0.3,vec=0.5,entity=0.2] [--half-life DAYS] [--json OUT]
 
 For each conversation: a fresh tenant; each turn stored as "<speaker>: <text>" (plus
 " [image: <caption>]"), dated by its session, scoped to the conversation, embedded; then
@@ -52,14 +53,31 @@ def turns_of(conversation: dict[str, Any]) -> list[dict[str, Any]]:
     return turns
 
 
+def parse_weights(text: str | None) -> dict[str, float]:
+    """ "fts=0.3,vec=0.5" -> {"weight_fts": 0.3, "weight_vec": 0.5} (tenant settings)."""
+    weights: dict[str, float] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        channel, _, value = part.partition("=")
+        if channel.strip() not in ("fts", "vec", "entity"):
+            raise ValueError(f"unknown channel {channel.strip()!r} (fts, vec, entity)")
+        weights[f"weight_{channel.strip()}"] = float(value)
+    return weights
+
+
 def run(
-    data: Path, ks: list[int], channels: list[str] | None, half_life: float | None
+    data: Path,
+    ks: list[int],
+    channels: list[str] | None,
+    half_life: float | None,
+    weights: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     from facts.embedding import facts_embed_batch
     from facts.services import fact_add
     from retrieval.search import recall_search
     from tenants.actors import Actor
-    from tenants.services import tenant_create
+    from tenants.services import tenant_create, tenant_update_settings
 
     actor = Actor.job("bench.locomo")
     conversations = json.loads(data.read_text())
@@ -70,6 +88,8 @@ def run(
     for index, sample in enumerate(conversations):
         name = sample.get("sample_id", f"conv-{index}")
         tenant = tenant_create(slug=f"locomo-{index}", name=name, actor=actor)
+        if weights:
+            tenant = tenant_update_settings(tenant=tenant, changes=weights, actor=actor)
         turns = turns_of(sample["conversation"])
         started = time.perf_counter()
         ids: dict[int, str] = {}
@@ -123,6 +143,7 @@ def run(
         "conversations": len(conversations),
         "channels": channels,
         "half_life_days": half_life or 0,
+        "weights": weights or "default",
         "ingest_s": round(ingest_s, 1),
         "query_ms_mean": round(1000 * query_s / max(questions, 1), 1),
     }
@@ -140,18 +161,26 @@ def main() -> None:
         type=float,
         help="temporal decay half-life in days (default: the product's, which is off)",
     )
+    parser.add_argument(
+        "--weights", help="fusion weights for the tenants, e.g. fts=0.3,vec=0.5,entity=0.2"
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
+    try:
+        weights = parse_weights(args.weights)
+    except ValueError as error:
+        parser.error(f"--weights: {error}")
     ks = [int(k) for k in args.k.split(",")]
     channels = [c.strip() for c in args.channels.split(",") if c.strip()] if args.channels else None
     with bench_database():
-        figures = run(args.data, ks, channels, half_life=args.half_life)
+        figures = run(args.data, ks, channels, half_life=args.half_life, weights=weights)
     shown = ",".join(channels) if channels else "default"
     half_life = figures["half_life_days"] or "off"
     print(
-        f"LoCoMo recall ({figures['questions']} questions, channels {shown}, half-life {half_life})"
+        f"LoCoMo recall ({figures['questions']} questions, channels {shown}, half-life "
+        f"{half_life}, weights {args.weights or 'default'})"
     )
     print("  overall      " + "  ".join(f"R@{k} {v:.3f}" for k, v in figures["recall"].items()))
     for category, recall in figures["by_category"].items():

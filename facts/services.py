@@ -7,10 +7,11 @@ and PostgreSQL's row-level security both hold. Input is validated here, once, fo
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.postgres.search import CombinedSearchVector, SearchVector
@@ -34,6 +35,7 @@ from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
+from tenants.validation import check_storable
 
 MAX_CONTENT_BYTES = 16 * 1024
 MAX_METADATA_BYTES = 16 * 1024
@@ -274,8 +276,10 @@ def fact_add(
         "created_by": str(actor),
         "created_at": created_at or timezone.now(),
     }
-    if position is not None and (isinstance(position, bool) or not isinstance(position, int)):
-        raise InvalidInput("position", "must be a whole number")
+    if position is not None and (
+        isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < 2**31
+    ):
+        raise InvalidInput("position", "must be a whole number from 0 to 2147483647")
     if kind == Kind.TURN and not values["session_id"]:
         raise InvalidInput("session_id", "a turn belongs to a session")
     if key:
@@ -528,3 +532,98 @@ def fact_record_retrievals(*, tenant: Tenant, fact_ids: list[int], at: datetime)
             .filter(pk__in=fact_ids)
             .update(retrieval_count=F("retrieval_count") + 1, last_retrieved_at=at)
         )
+
+
+# -- bulk import ------------------------------------------------------------------------------
+
+MAX_IMPORT_LINES = 10_000
+IMPORT_FIELDS = (
+    "content", "kind", "scope", "category", "tags", "session_id", "position", "speaker",
+    "metadata", "trust", "created_at",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ImportLine:
+    line: int
+    status: str  # "added" | "exists" | "restored" | "error"
+    fact_id: int | None = None
+    field: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    lines: list[ImportLine]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(("added", "exists", "restored", "error"), 0)
+        for line in self.lines:
+            counts[line.status] += 1
+        return counts
+
+
+def _import_values(raw: str) -> dict[str, Any]:
+    try:
+        values = json.loads(raw, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise InvalidInput("line", "is nested too deeply") from None
+    except ValueError as error:
+        raise InvalidInput("line", f"is not JSON ({error})") from None
+    if not isinstance(values, dict):
+        raise InvalidInput("line", "must be a JSON object, one fact per line")
+    unknown = sorted(set(values) - set(IMPORT_FIELDS))
+    if unknown:
+        raise InvalidInput(unknown[0], f"unknown field (known: {', '.join(IMPORT_FIELDS)})")
+    if "content" not in values:
+        raise InvalidInput("content", "is required")
+    check_storable(values, "")
+    if "created_at" in values and values["created_at"] is not None:
+        values["created_at"] = _import_time(values["created_at"])
+    return values
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _import_time(value: Any) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise InvalidInput("created_at", "must be an ISO 8601 time, e.g. 2026-01-31T09:30:00Z")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment
+
+
+def fact_import(
+    *, tenant: Tenant, lines: list[str], actor: Actor, max_lines: int = MAX_IMPORT_LINES
+) -> ImportReport:
+    """Add facts from JSON Lines (one object with fact_add's fields per line), reporting each
+    line. A bad line is reported and skipped, the others are stored; blank lines are ignored.
+    The whole import is one transaction: it lands completely or not at all."""
+    numbered = [(n, raw.strip()) for n, raw in enumerate(lines, 1) if raw.strip()]
+    if not numbered:
+        raise InvalidInput("body", "no facts: send one JSON object per line")
+    if len(numbered) > max_lines:
+        raise InvalidInput("body", f"at most {max_lines} lines per import; split the file")
+    report: list[ImportLine] = []
+    with tenant_scope(tenant):
+        for number, raw in numbered:
+            try:
+                values = _import_values(raw)
+                with transaction.atomic():  # a savepoint: a refused line leaves nothing behind
+                    result = fact_add(tenant=tenant, actor=actor, **values)
+            except InvalidInput as error:
+                report.append(ImportLine(number, "error", field=error.field, message=error.message))
+                continue
+            report.append(ImportLine(number, result.status, fact_id=result.fact.pk))
+        summary = ImportReport(lines=report)
+        _event(
+            tenant, None, EventAction.IMPORT, actor, after={"lines": len(report), **summary.counts}
+        )
+    return summary

@@ -60,6 +60,24 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+_RATE_PERIODS = ("s", "m", "h", "d")
+
+
+def env_rate(name: str, default: str | None) -> str | None:
+    """A request rate like `600/minute` (`N/second|minute|hour|day`); `off` (or 0) for none."""
+    value = _raw(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in {"off", "none", "0"}:
+        return None
+    count, _, period = value.partition("/")
+    if not count.isdigit() or int(count) < 1 or period[:1].lower() not in _RATE_PERIODS:
+        raise ConfigError(
+            f"{name}={value!r} is not a rate (use N/second, N/minute, N/hour, N/day, or off)"
+        )
+    return f"{int(count)}/{period.lower()}"
+
+
 def env_path(name: str, default: str) -> Path:
     return Path(env_str(name, default)).expanduser().resolve()
 

@@ -13,6 +13,7 @@ from memoryadmin.env import (
     env_int,
     env_list,
     env_path,
+    env_rate,
     env_str,
     parse_database_url,
 )
@@ -58,6 +59,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from here, never from a CDN
     "django_celery_beat",
     "memoryadmin",
     "tenants",
@@ -131,8 +134,64 @@ WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "admin:login"
 
+# -- REST API ---------------------------------------------------------------------------------
+# Limits: request bodies (JSON Lines imports may be larger), and requests per API key, per
+# signed-in user and per address (anonymous: only the schema pages). Page sizes are capped at
+# 200 and recall queries at 2000 characters by the endpoints themselves.
+MNEMOSYNE_API_MAX_BODY_BYTES = env_int("MNEMOSYNE_API_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
+MNEMOSYNE_API_MAX_IMPORT_BYTES = env_int(
+    "MNEMOSYNE_API_MAX_IMPORT_BYTES", 16 * 1024 * 1024, minimum=1024
+)
+# Django's own cap on request.body must not cut an import short; the API checks its limits first.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(MNEMOSYNE_API_MAX_BODY_BYTES, MNEMOSYNE_API_MAX_IMPORT_BYTES)
+MNEMOSYNE_API_RATES = {
+    "key": env_rate("MNEMOSYNE_API_RATE_KEY", "1200/minute"),
+    "user": env_rate("MNEMOSYNE_API_RATE_USER", "600/minute"),
+    "anon": env_rate("MNEMOSYNE_API_RATE_ANON", "60/minute"),
+}
+
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["memoryadmin.api.parsers.StorableJSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "memoryadmin.api.auth.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_THROTTLE_CLASSES": ["memoryadmin.api.throttling.ApiRateThrottle"],
+    "EXCEPTION_HANDLER": "memoryadmin.api.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "memoryadmin.api.schema.ApiSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Mnemosyne API",
+    "DESCRIPTION": (
+        "Long-term memory for AI agents: facts, recall, context, entities, tenants, members, "
+        "API keys, retention and the audit log.\n\n"
+        "Authenticate with an API key (`Authorization: Bearer mnm_...`) or a signed-in session. "
+        "Tenant endpoints live under `/api/v1/tenants/{tenant}/`; with an API key the same "
+        "endpoints also answer at `/api/v1/`, for the key's tenant. Errors are JSON: "
+        "`{message, field, code, errors}`."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": ["rest_framework.authentication.SessionAuthentication"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "FactStatusEnum": "facts.models.Status",
+        "FactStatusFilterEnum": "facts.api.STATUS_FILTER",
+        "AddStatusEnum": "facts.api.ADD_STATUSES",
+        "ImportLineStatusEnum": "facts.api.IMPORT_STATUSES",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memoryadmin.api.schema.add_error_responses",
+    ],
 }
 
 # -- Celery -----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from memoryadmin import views
 
@@ -7,4 +7,11 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("", include("memoryadmin.api.urls")),
 ]
+
+# JSON answers for unknown /api/ URLs; the usual pages elsewhere.
+handler400 = "memoryadmin.api.errors.bad_request"
+handler403 = "memoryadmin.api.errors.forbidden"
+handler404 = "memoryadmin.api.errors.not_found"
+handler500 = "memoryadmin.api.errors.server_error"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from facts.models import Fact, Kind, Status
@@ -204,13 +204,25 @@ def context_cached(
     return block
 
 
+def retrievals_record(*, tenant: Tenant, fact_ids: list[int]) -> None:
+    """Count that an agent was shown these facts (off the read path, like context_cached)."""
+    _record_retrievals(tenant, fact_ids)
+
+
 def _record_retrievals(tenant: Tenant, fact_ids: list[int]) -> None:
     """Count what agents were shown, off the read path: a task does the UPDATE."""
     if not fact_ids:
         return
     from facts.tasks import facts_record_retrievals
 
-    try:
-        facts_record_retrievals.delay(tenant.pk, fact_ids, timezone.now().isoformat())
-    except Exception:  # noqa: BLE001 - a broker outage must not fail recall; the count is lost
-        logger.warning("tenant %s: retrieval counts not sent", tenant.pk, exc_info=True)
+    tenant_id, at = tenant.pk, timezone.now().isoformat()
+
+    def send() -> None:
+        try:
+            facts_record_retrievals.delay(tenant_id, fact_ids, at)
+        except Exception:  # noqa: BLE001 - a broker outage must not fail recall; count lost
+            logger.warning("tenant %s: retrieval counts not sent", tenant_id, exc_info=True)
+
+    # After commit, like every task: at once in autocommit (a request), never for a
+    # transaction that rolls back (nor for a test's, which would leave messages queued).
+    transaction.on_commit(send)

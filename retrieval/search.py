@@ -187,8 +187,11 @@ def _vector_scores(
     return {fid: score for fid, score, _ in rows}
 
 
-def _entity_scores(tenant_id: int, query: str, filters: sql.Filters) -> dict[int, float]:
-    """Already on [0, 1]: the share of the query's entity information a fact is linked to."""
+def _entity_scores(
+    tenant_id: int, query: str, filters: sql.Filters, among: set[int] | None
+) -> dict[int, float]:
+    """Already on [0, 1]: the share of the query's entity information a fact is linked to.
+    With `among`, only those facts are scored (the others could not gain from it)."""
     extractor = entity_extractor()
     if extractor is None:
         return {}
@@ -197,7 +200,12 @@ def _entity_scores(tenant_id: int, query: str, filters: sql.Filters) -> dict[int
         return {}
     total = corpus_stats(tenant_id=tenant_id).documents
     rows, most = sql.entity_candidates(
-        tenant_id=tenant_id, names=names, total=total, filters=filters, limit=CANDIDATES
+        tenant_id=tenant_id,
+        names=names,
+        total=total,
+        filters=filters,
+        limit=CANDIDATES,
+        among=among,
     )
     return {fact_id: score / most for fact_id, score in rows} if most else {}
 
@@ -301,7 +309,10 @@ def recall_search(
         if "vec" in chosen:
             raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates)
         if "entity" in chosen:
-            raw["entity"] = _entity_scores(tenant_id, query, filters)
+            # Gated, entities only re-rank what full text and vectors found: score just those.
+            textual = [raw[c] for c in raw if c != "entity"]
+            among = set().union(*textual) if ENTITY_GATED and textual else None
+            raw["entity"] = _entity_scores(tenant_id, query, filters, among)
         # Min-max for the unbounded channels; the entity channel is a share already.
         normalised = {c: scores if c == "entity" else _minmax(scores) for c, scores in raw.items()}
         # Full text and vectors bring what fusion needs of a fact; entities bring ids only.

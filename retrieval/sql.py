@@ -194,13 +194,20 @@ def vector_candidates(
 
 
 def entity_candidates(
-    *, tenant_id: int, names: Sequence[str], total: int, filters: Filters, limit: int
+    *,
+    tenant_id: int,
+    names: Sequence[str],
+    total: int,
+    filters: Filters,
+    limit: int,
+    among: set[int] | None = None,
 ) -> tuple[list[tuple[int, float]], float]:
     """Facts linked to the entities named, each scored by the information of the entities it
     shares with the query: sum of log(1 + total / facts linked to the entity). An entity that
     is everywhere (a conversation's speaker) weighs little; a rare one weighs much.
 
-    Returns the scored (id, score) and the most any fact could score (all named entities)."""
+    With `among`, only those facts are scored. Returns the scored (id, score) and the most any
+    fact could score (all named entities)."""
     if not names:
         return [], 0.0
     where, params = filters.sql()
@@ -213,13 +220,21 @@ def entity_candidates(
             [max(total, 1), tenant_id, list(names), list(names)],
         )
         weights = dict(cursor.fetchall())
-        if not weights:
-            return [], 0.0
+        if not weights or among == set():
+            return [], sum(weights.values())
+        only = "AND f.id = ANY(%s) " if among is not None else ""
         cursor.execute(
             "SELECT f.id, sum(w.weight) FROM unnest(%s::bigint[], %s::float[]) AS w(id, weight) "  # noqa: S608
             "JOIN facts_factentity fe ON fe.tenant_id = %s AND fe.entity_id = w.id "
             "JOIN facts_fact f ON f.tenant_id = fe.tenant_id AND f.id = fe.fact_id "
-            f"WHERE {where} GROUP BY f.id ORDER BY sum(w.weight) DESC, f.id DESC LIMIT %s",
-            [list(weights), list(weights.values()), tenant_id, *params, limit],
+            f"WHERE {where} {only}GROUP BY f.id ORDER BY sum(w.weight) DESC, f.id DESC LIMIT %s",
+            [
+                list(weights),
+                list(weights.values()),
+                tenant_id,
+                *params,
+                *([sorted(among)] if among is not None else []),
+                limit,
+            ],
         )
         return [(row[0], float(row[1])) for row in cursor.fetchall()], sum(weights.values())

@@ -119,6 +119,19 @@ class RetentionPolicy(TenantOwned):
         return f"retention policy of tenant {self.tenant_id}"
 
 
+class TenantAction(models.TextChoices):
+    """What a TenantEvent records (the column takes any text; these are the ones written)."""
+
+    TENANT_CREATE = "tenant_create", "tenant created"
+    SETTINGS_UPDATE = "settings_update", "settings changed"
+    MEMBER_SET = "member_set", "member added or role changed"
+    MEMBER_REMOVE = "member_remove", "member removed"
+    APIKEY_CREATE = "apikey_create", "API key created"
+    APIKEY_REVOKE = "apikey_revoke", "API key revoked"
+    RETENTION_UPDATE = "retention_update", "retention policy changed"
+    AUDIT_EXPORT = "audit_export", "audit log exported"
+
+
 class TenantEvent(TenantOwned):
     """Append-only audit of changes to a tenant itself: settings, members, keys, retention."""
 

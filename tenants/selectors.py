@@ -3,6 +3,7 @@ or evaluated lists, never a lazy queryset that could run later outside the scope
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
 from tenants.errors import NotFound
@@ -15,6 +16,11 @@ def tenant_get(*, slug: str) -> Tenant:
     if tenant is None:
         raise NotFound("tenant", slug)
     return tenant
+
+
+def tenant_list() -> list[Tenant]:
+    """Every tenant: for superusers and the command line."""
+    return list(Tenant.objects.order_by("slug"))
 
 
 def tenants_for_user(*, user: AbstractBaseUser) -> list[tuple[Tenant, str]]:
@@ -45,6 +51,35 @@ def membership_list(*, tenant: Tenant) -> list[Membership]:
         return list(
             Membership.objects.for_tenant(tenant).select_related("user").order_by("user__username")
         )
+
+
+def membership_get(*, tenant: Tenant, username: str) -> Membership:
+    with tenant_scope(tenant):
+        row = (
+            Membership.objects.for_tenant(tenant)
+            .select_related("user")
+            .filter(user__username=username)
+            .first()
+        )
+    if row is None:
+        raise NotFound("member", username)
+    return row
+
+
+def user_get(*, username: str) -> AbstractBaseUser:
+    """An active user by name, to make a member of a tenant."""
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None:
+        raise NotFound("user", username)
+    return user
+
+
+def apikey_get(*, tenant: Tenant, key_id: int) -> ApiKey:
+    with tenant_scope(tenant):
+        key = ApiKey.objects.for_tenant(tenant).filter(pk=key_id).first()
+    if key is None:
+        raise NotFound("API key", key_id)
+    return key
 
 
 def apikey_list(*, tenant: Tenant) -> list[ApiKey]:

@@ -112,13 +112,14 @@ def tenant_create(
 @transaction.atomic
 def tenant_update_settings(*, tenant: Tenant, changes: dict[str, Any], actor: Actor) -> Tenant:
     clean = _validated_settings(changes)
-    locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
-    before = locked.effective_settings
-    _check_weights({**before, **clean})
-    locked.settings = {**locked.settings, **clean}
-    locked.save(update_fields=["settings"])
-    with tenant_scope(locked):
-        _event(locked, "settings_update", actor, before=before, after=locked.effective_settings)
+    with transaction.atomic():
+        locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        before = locked.effective_settings
+        _check_weights({**before, **clean})
+        locked.settings = {**locked.settings, **clean}
+        locked.save(update_fields=["settings"])
+        with tenant_scope(locked):
+            _event(locked, "settings_update", actor, before=before, after=locked.effective_settings)
     tenant.settings = locked.settings
     return locked
 
@@ -238,10 +239,8 @@ _RETENTION_FIELDS: dict[str, tuple[float, float, bool]] = {
 }
 
 
-def retention_policy_update(
-    *, tenant: Tenant, actor: Actor, changes: dict[str, Any]
-) -> RetentionPolicy:
-    """Change some limits (None clears one) and/or `legal_hold`."""
+def retention_changes_validate(changes: Any) -> dict[str, Any]:
+    """The checked changes to a retention policy (shared by the update and its preview)."""
     if not isinstance(changes, dict) or not changes:
         raise InvalidInput("retention", "name at least one field to change")
     for field, value in changes.items():
@@ -259,6 +258,14 @@ def retention_policy_update(
         if (integer and value != int(value)) or not low <= value <= high:
             kind = "a whole number" if integer else "a number"
             raise InvalidInput(field, f"must be {kind} between {low:g} and {high:g}, or null")
+    return changes
+
+
+def retention_policy_update(
+    *, tenant: Tenant, actor: Actor, changes: dict[str, Any]
+) -> RetentionPolicy:
+    """Change some limits (None clears one) and/or `legal_hold`."""
+    changes = retention_changes_validate(changes)
     with tenant_scope(tenant):
         policy, _ = (
             RetentionPolicy.objects.for_tenant(tenant)
@@ -271,3 +278,14 @@ def retention_policy_update(
         policy.save()
         _event(tenant, "retention_update", actor, before=before, after=dict(changes))
         return policy
+
+
+# -- audit ------------------------------------------------------------------------------------
+
+
+def audit_export_record(
+    *, tenant: Tenant, actor: Actor, format: str, filters: dict[str, Any]
+) -> None:
+    """Exporting the audit log is itself audited: who took a copy, of what, in which format."""
+    with tenant_scope(tenant):
+        _event(tenant, "audit_export", actor, format, after={"filters": filters})

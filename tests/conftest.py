@@ -6,6 +6,7 @@ import pytest
 from django.conf import settings
 
 from memoryadmin.embedded_db import server_for_home
+from tests.api_fixtures import world  # noqa: F401 - the REST API tests' tenant with data
 
 
 @pytest.fixture(scope="session")

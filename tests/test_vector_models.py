@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
 from facts import services
@@ -63,6 +66,11 @@ def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
 
     settings.MNEMOSYNE_EMBEDDER = "use"
     vector_models_changed()
+    said = io.StringIO()
+    call_command("embedder", stdout=said)
+    assert (
+        f"switching models: {E5} serves recall while {USE_NAME} embeds the facts: 0 of 4 (0%)"
+    ) in said.getvalue()
     during = services.fact_add(
         tenant=tenant, content="Carol flies to Lisbon on Monday", actor=system_actor
     ).fact
@@ -92,6 +100,9 @@ def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
     assert not _index_exists(E5)
     assert list(VectorModel.objects.values_list("name", "state")) == [(USE_NAME, "serving")]
     assert {v.model for v in fact_vectors(tenant=tenant, fact_id=during.pk)} == {USE_NAME}
+    said = io.StringIO()
+    call_command("embedder", stdout=said)
+    assert f"{USE_NAME} serves recall: 5 of 5 active facts embedded" in said.getvalue()
 
 
 class _Resized:

@@ -1,0 +1,711 @@
+"""REST endpoints of facts, their import, entities and the audit log."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from facts import selectors, services
+from facts.models import Category, EntityType, Fact, Kind, Status
+from facts.selectors import AUDIT_SOURCES, MAX_ID, MAX_PAGE, AuditEvent, audit_actions
+from memoryadmin.api.base import Need, TenantViewSet, page
+from memoryadmin.api.parsers import JSONLinesParser, JSONLParser
+from tenants.services import audit_export_record
+
+_ALL = "all"
+# Named choice sets, so the schema's enums get names that say what they are.
+STATUS_FILTER = [*Status.values, _ALL]
+ADD_STATUSES = ["added", "exists", "restored"]
+IMPORT_STATUSES = [*ADD_STATUSES, "error"]
+
+# -- serializers ------------------------------------------------------------------------------
+
+
+class FactOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=Kind.choices)
+    content = serializers.CharField()
+    scope = serializers.CharField(help_text="a path of type:name segments, e.g. user:alice")
+    session_id = serializers.CharField()
+    position = serializers.IntegerField(allow_null=True, help_text="a turn's place in its session")
+    speaker = serializers.CharField()
+    category = serializers.ChoiceField(choices=Category.choices)
+    tags = serializers.ListField(child=serializers.CharField())
+    metadata = serializers.DictField(child=serializers.JSONField())
+    trust_score = serializers.FloatField()
+    helpful_count = serializers.IntegerField()
+    unhelpful_count = serializers.IntegerField()
+    retrieval_count = serializers.IntegerField()
+    last_retrieved_at = serializers.DateTimeField(allow_null=True)
+    importance = serializers.FloatField()
+    status = serializers.ChoiceField(choices=Status.choices)
+    superseded_by = serializers.IntegerField(source="superseded_by_id", allow_null=True)
+    embedded = serializers.SerializerMethodField(
+        help_text="has a vector: the vector channel sees it"
+    )
+    created_by = serializers.CharField(
+        help_text="user:<id>:<name>, apikey:<id>:<name> or job:<name>"
+    )
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def get_embedded(self, fact: Fact) -> bool:
+        return bool(fact.embedding_model)
+
+
+class EntityRefOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    type = serializers.ChoiceField(choices=EntityType.choices)
+
+
+class FactDetailOut(FactOut):
+    entities = EntityRefOut(many=True, help_text="the people, places and names it mentions")
+
+
+class FactPageOut(serializers.Serializer):
+    results = FactOut(many=True)
+    next_cursor = serializers.CharField(
+        allow_null=True, help_text="pass as `cursor` for the next page; null on the last page"
+    )
+
+
+class FactListQuery(serializers.Serializer):
+    scope = serializers.CharField(
+        required=False, max_length=255, help_text="this scope and everything under it"
+    )
+    kind = serializers.ChoiceField(choices=Kind.choices, required=False)
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+    status = serializers.ChoiceField(
+        choices=STATUS_FILTER, default=Status.ACTIVE, help_text="`all` for every status"
+    )
+    trust_min = serializers.FloatField(required=False, min_value=0, max_value=1)
+    trust_max = serializers.FloatField(required=False, min_value=0, max_value=1)
+    created_after = serializers.DateTimeField(required=False)
+    created_before = serializers.DateTimeField(required=False)
+    limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
+    cursor = serializers.CharField(required=False, max_length=500)
+
+
+class PageQuery(serializers.Serializer):
+    status = serializers.ChoiceField(choices=STATUS_FILTER, default=Status.ACTIVE)
+    limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
+    cursor = serializers.CharField(required=False, max_length=500)
+
+
+class FactCreateIn(serializers.Serializer):
+    content = serializers.CharField(max_length=services.MAX_CONTENT_BYTES, trim_whitespace=True)
+    kind = serializers.ChoiceField(choices=Kind.choices, default=Kind.FACT)
+    scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=services.MAX_TAGS
+    )
+    session_id = serializers.CharField(required=False, allow_blank=True, max_length=128)
+    position = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=2**31 - 1,
+        help_text="a turn's place in its session; omitted: after the last one",
+    )  # fmt: skip
+    speaker = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    metadata = serializers.DictField(child=serializers.JSONField(), required=False)
+    trust = serializers.FloatField(
+        required=False, allow_null=True, min_value=0, max_value=1,
+        help_text="starting trust; omitted: the tenant's default_trust",
+    )  # fmt: skip
+    created_at = serializers.DateTimeField(required=False, help_text="when it was said or learnt")
+
+
+class FactCreatedOut(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=ADD_STATUSES,
+        help_text="added; exists (the same fact was there: nothing changed); restored (a "
+        "removed or archived copy came back)",
+    )
+    fact = FactOut()
+
+
+class FactUpdateIn(serializers.Serializer):
+    content = serializers.CharField(required=False, max_length=services.MAX_CONTENT_BYTES)
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=services.MAX_TAGS
+    )
+    scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    trust_delta = serializers.FloatField(
+        required=False, min_value=-1, max_value=1, help_text="added to trust, clamped to [0, 1]"
+    )
+
+
+class FeedbackIn(serializers.Serializer):
+    helpful = serializers.BooleanField(help_text="true: trust +0.05; false: trust -0.10")
+
+
+class FeedbackOut(serializers.Serializer):
+    fact_id = serializers.IntegerField()
+    old_trust = serializers.FloatField()
+    new_trust = serializers.FloatField()
+    helpful_count = serializers.IntegerField()
+    unhelpful_count = serializers.IntegerField()
+
+
+class PurgeIn(serializers.Serializer):
+    reason = serializers.CharField(max_length=500, help_text="kept in the audit trail")
+
+
+class PurgeOut(serializers.Serializer):
+    purged = serializers.IntegerField(help_text="the id of the fact deleted for good")
+
+
+class EventOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    action = serializers.CharField()
+    actor = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    at = serializers.DateTimeField()
+
+
+class ImportLineOut(serializers.Serializer):
+    line = serializers.IntegerField(help_text="1-based line number in the body")
+    status = serializers.ChoiceField(choices=IMPORT_STATUSES)
+    fact_id = serializers.IntegerField(allow_null=True)
+    field = serializers.CharField(allow_null=True)
+    message = serializers.CharField(allow_null=True)
+
+
+class ImportReportOut(serializers.Serializer):
+    counts = serializers.DictField(child=serializers.IntegerField())
+    lines = ImportLineOut(many=True)
+
+
+class EntityOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    type = serializers.ChoiceField(choices=EntityType.choices)
+    aliases = serializers.ListField(child=serializers.CharField())
+    fact_count = serializers.IntegerField(help_text="active facts that mention it")
+    created_at = serializers.DateTimeField()
+
+
+class EntityPageOut(serializers.Serializer):
+    results = EntityOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class EntityListQuery(serializers.Serializer):
+    q = serializers.CharField(
+        required=False, max_length=200, help_text="part of a name, or an alias"
+    )
+    type = serializers.ChoiceField(choices=EntityType.choices, required=False)
+    limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
+    cursor = serializers.CharField(required=False, max_length=500)
+
+
+class AuditOut(serializers.Serializer):
+    source = serializers.ChoiceField(
+        choices=AUDIT_SOURCES, help_text="fact: a change of a fact; tenant: of the tenant itself"
+    )
+    id = serializers.IntegerField()
+    action = serializers.CharField()
+    actor = serializers.CharField()
+    fact_id = serializers.IntegerField(allow_null=True)
+    target = serializers.CharField(help_text="what a tenant event changed (a member, a key...)")
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    at = serializers.DateTimeField()
+
+
+class AuditPageOut(serializers.Serializer):
+    results = AuditOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class AuditQuery(serializers.Serializer):
+    source = serializers.ChoiceField(choices=AUDIT_SOURCES, required=False)
+    action = serializers.ChoiceField(choices=audit_actions(), required=False)
+    actor = serializers.CharField(
+        required=False, max_length=200, help_text="e.g. user:3, apikey:7 or job:retention"
+    )
+    fact_id = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+
+
+class AuditListQuery(AuditQuery):
+    limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
+    cursor = serializers.CharField(required=False, max_length=500)
+
+
+class AuditExportQuery(AuditQuery):
+    format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
+
+
+def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def _status(value: str) -> str | None:
+    return None if value == _ALL else value
+
+
+# -- examples ---------------------------------------------------------------------------------
+
+_FACT = {
+    "id": 42,
+    "kind": "fact",
+    "content": "Alice prefers green tea over coffee in the morning",
+    "scope": "user:alice",
+    "session_id": "",
+    "position": None,
+    "speaker": "",
+    "category": "user_pref",
+    "tags": ["drinks"],
+    "metadata": {},
+    "trust_score": 0.55,
+    "helpful_count": 1,
+    "unhelpful_count": 0,
+    "retrieval_count": 3,
+    "last_retrieved_at": "2026-12-02T10:00:00Z",
+    "importance": 0.4,
+    "status": "active",
+    "superseded_by": None,
+    "embedded": True,
+    "created_by": "apikey:7:hermes-research",
+    "created_at": "2026-12-01T09:30:00Z",
+    "updated_at": "2026-12-02T10:00:00Z",
+}
+_ENTITY = {
+    "id": 5, "name": "Alice", "type": "person", "aliases": ["ali"], "fact_count": 12,
+    "created_at": "2026-12-01T09:30:00Z",
+}  # fmt: skip
+_AUDIT = {
+    "source": "fact", "id": 901, "action": "feedback", "actor": "apikey:7:hermes-research",
+    "fact_id": 42, "target": "", "before": {"trust_score": 0.5},
+    "after": {"trust_score": 0.55, "helpful": True}, "at": "2026-12-02T10:00:00Z",
+}  # fmt: skip
+_CURSOR = "MjAyNi0xMi0wMVQwOTozMDowMCswMDowMHw0Mg=="
+
+
+# -- facts ------------------------------------------------------------------------------------
+
+
+class FactViewSet(TenantViewSet):
+    needs = {"purge": Need.MANAGE}
+
+    @extend_schema(
+        summary="List facts, newest first, with filters",
+        description="Keyset pages: pass `next_cursor` back as `cursor` (stays fast however "
+        "deep). Only active facts unless `status` says otherwise.",
+        parameters=[FactListQuery],
+        responses={200: FactPageOut},
+        examples=[
+            OpenApiExample(
+                "a page", value={"results": [_FACT], "next_cursor": _CURSOR}, response_only=True
+            )
+        ],
+        tags=["facts"],
+    )
+    def list(self, request: Request, tenant: str | None = None) -> Response:
+        query = _valid(FactListQuery, request.query_params)
+        result = selectors.fact_list(
+            tenant=self.tenant,
+            scope_prefix=query.get("scope"),
+            category=query.get("category"),
+            kind=query.get("kind"),
+            status=_status(query["status"]),
+            trust_min=query.get("trust_min"),
+            trust_max=query.get("trust_max"),
+            created_after=query.get("created_after"),
+            created_before=query.get("created_before"),
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
+        return page(FactOut(result.facts, many=True).data, result.next_cursor)
+
+    @extend_schema(
+        summary="Store a fact or a conversation turn",
+        description="The same fact again (same scope, same text up to case and spacing) "
+        "returns the stored one (200, `exists`); a removed or archived copy comes back (200, "
+        "`restored`). Full text finds it at once; the vector channel once a worker embedded it.",
+        request=FactCreateIn,
+        responses={201: FactCreatedOut, 200: FactCreatedOut},
+        examples=[
+            OpenApiExample(
+                "a preference",
+                value={"content": "Alice prefers green tea over coffee in the morning",
+                       "scope": "user:alice", "category": "user_pref", "tags": ["drinks"]},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "a turn",
+                value={"content": "Can we move the demo to Friday?", "kind": "turn",
+                       "session_id": "2026-12-02-standup", "speaker": "Bob"},
+                request_only=True,
+            ),
+            OpenApiExample("added", value={"status": "added", "fact": _FACT}, response_only=True),
+        ],
+        tags=["facts"],
+    )  # fmt: skip
+    def create(self, request: Request, tenant: str | None = None) -> Response:
+        data = _valid(FactCreateIn, request.data)
+        result = services.fact_add(tenant=self.tenant, actor=self.actor, **data)
+        code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+        return Response({"status": result.status, "fact": FactOut(result.fact).data}, status=code)
+
+    @extend_schema(
+        summary="Read a fact, with the entities it mentions",
+        responses={200: FactDetailOut},
+        examples=[
+            OpenApiExample(
+                "a fact",
+                value=_FACT | {"entities": [{"id": 5, "name": "Alice", "type": "person"}]},
+                response_only=True,
+            )
+        ],
+        tags=["facts"],
+    )
+    def retrieve(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
+        fact = selectors.fact_get(tenant=self.tenant, fact_id=fact_id)
+        entities = selectors.fact_entities(tenant=self.tenant, fact_id=fact.pk)
+        return Response(FactOut(fact).data | {"entities": EntityRefOut(entities, many=True).data})
+
+    @extend_schema(
+        summary="Change a fact",
+        description="Only the fields given change; the audit trail records exactly those. A "
+        "new text is re-embedded.",
+        request=FactUpdateIn,
+        responses={200: FactOut},
+        examples=[
+            OpenApiExample(
+                "correct it",
+                value={"content": "Alice prefers jasmine tea in the morning"},
+                request_only=True,
+            ),
+            OpenApiExample("trust less", value={"trust_delta": -0.2}, request_only=True),
+            OpenApiExample("changed", value=_FACT, response_only=True),
+        ],
+        tags=["facts"],
+    )
+    def partial_update(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
+        data = _valid(FactUpdateIn, request.data)
+        fact = services.fact_update(tenant=self.tenant, fact_id=fact_id, actor=self.actor, **data)
+        return Response(FactOut(fact).data)
+
+    @extend_schema(
+        summary="Remove a fact (soft: it leaves recall, its history stays)",
+        responses={200: FactOut},
+        examples=[
+            OpenApiExample("removed", value=_FACT | {"status": "removed"}, response_only=True)
+        ],
+        tags=["facts"],
+    )
+    def destroy(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
+        fact = services.fact_remove(tenant=self.tenant, fact_id=fact_id, actor=self.actor)
+        return Response(FactOut(fact).data)
+
+    @extend_schema(
+        summary="Restore a removed or archived fact",
+        request=None,
+        responses={200: FactOut},
+        examples=[OpenApiExample("restored", value=_FACT, response_only=True)],
+        tags=["facts"],
+    )
+    def restore(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
+        fact = services.fact_restore(tenant=self.tenant, fact_id=fact_id, actor=self.actor)
+        return Response(FactOut(fact).data)
+
+    @extend_schema(
+        summary="Delete a fact for good (signed-in admins)",
+        description="Its links and feedback go too. The audit trail keeps that it existed, "
+        "who purged it and why, not its text.",
+        request=PurgeIn,
+        responses={200: PurgeOut},
+        examples=[
+            OpenApiExample("a request", value={"reason": "GDPR erasure request #1182"},
+                           request_only=True),
+            OpenApiExample("purged", value={"purged": 42}, response_only=True),
+        ],
+        tags=["facts"],
+    )  # fmt: skip
+    def purge(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
+        data = _valid(PurgeIn, request.data)
+        purged = services.fact_purge(
+            tenant=self.tenant, fact_id=fact_id, actor=self.actor, reason=data["reason"]
+        )
+        return Response({"purged": purged})
+
+    @extend_schema(
+        summary="Rate a fact: helpful or not",
+        request=FeedbackIn,
+        responses={200: FeedbackOut},
+        examples=[
+            OpenApiExample("helpful", value={"helpful": True}, request_only=True),
+            OpenApiExample(
+                "rated",
+                value={"fact_id": 42, "old_trust": 0.5, "new_trust": 0.55, "helpful_count": 1,
+                       "unhelpful_count": 0},
+                response_only=True,
+            ),
+        ],
+        tags=["facts"],
+    )  # fmt: skip
+    def feedback(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
+        data = _valid(FeedbackIn, request.data)
+        result = services.fact_feedback(
+            tenant=self.tenant, fact_id=fact_id, helpful=data["helpful"], actor=self.actor
+        )
+        return Response(vars(result))
+
+    @extend_schema(
+        summary="A fact's history: every change, oldest first",
+        description="Also after the fact was purged.",
+        responses={200: EventOut(many=True)},
+        examples=[
+            OpenApiExample(
+                "history",
+                value=[{"id": 900, "action": "create", "actor": "apikey:7:hermes-research",
+                        "before": None, "after": {"content": "Alice prefers green tea"},
+                        "at": "2026-12-01T09:30:00Z"}],
+                response_only=True,
+            )
+        ],
+        tags=["facts"],
+    )  # fmt: skip
+    def history(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
+        events = selectors.fact_history(tenant=self.tenant, fact_id=fact_id)
+        return Response(EventOut(events, many=True).data)
+
+
+class FactImportViewSet(TenantViewSet):
+    parser_classes = [JSONLinesParser, JSONLParser]
+
+    @property
+    def max_body_bytes(self) -> int:  # type: ignore[override]
+        return settings.MNEMOSYNE_API_MAX_IMPORT_BYTES
+
+    @extend_schema(
+        summary="Import facts from JSON Lines, with a report per line",
+        description="One JSON object per line, with the fields of `POST facts` (`content` "
+        "required). A bad line is reported with its field and skipped; the others are "
+        f"stored; blank lines are ignored. At most {services.MAX_IMPORT_LINES} lines.",
+        request={
+            "application/x-ndjson": OpenApiTypes.STR,
+            "application/jsonl": OpenApiTypes.STR,
+        },
+        responses={200: ImportReportOut},
+        examples=[
+            OpenApiExample(
+                "two lines",
+                value='{"content": "Bob is allergic to peanuts", "scope": "user:bob"}\n'
+                '{"content": "", "scope": "user:bob"}\n',
+                request_only=True,
+                media_type="application/x-ndjson",
+            ),
+            OpenApiExample(
+                "report",
+                value={
+                    "counts": {"added": 1, "exists": 0, "restored": 0, "error": 1},
+                    "lines": [
+                        {"line": 1, "status": "added", "fact_id": 43, "field": None,
+                         "message": None},
+                        {"line": 2, "status": "error", "fact_id": None, "field": "content",
+                         "message": "must not be empty"},
+                    ],
+                },
+                response_only=True,
+            ),
+        ],
+        tags=["facts"],
+    )  # fmt: skip
+    def create(self, request: Request, tenant: str | None = None) -> Response:
+        body = request.data if isinstance(request.data, str) else ""
+        # JSON Lines ends lines with \n only: splitlines() would also cut at U+2028 and
+        # friends, which JSON allows unescaped inside a string.
+        lines = body.split("\n")
+        report = services.fact_import(tenant=self.tenant, lines=lines, actor=self.actor)
+        return Response({"counts": report.counts, "lines": [vars(line) for line in report.lines]})
+
+
+# -- entities ---------------------------------------------------------------------------------
+
+
+class EntityViewSet(TenantViewSet):
+    @extend_schema(
+        summary="List entities (people, places, organisations, names) by name",
+        parameters=[EntityListQuery],
+        responses={200: EntityPageOut},
+        examples=[
+            OpenApiExample("a page", value={"results": [_ENTITY], "next_cursor": None},
+                           response_only=True)
+        ],
+        tags=["entities"],
+    )  # fmt: skip
+    def list(self, request: Request, tenant: str | None = None) -> Response:
+        query = _valid(EntityListQuery, request.query_params)
+        result = selectors.entity_list(
+            tenant=self.tenant,
+            query=query.get("q"),
+            type=query.get("type"),
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
+        return page(EntityOut(result.entities, many=True).data, result.next_cursor)
+
+    @extend_schema(
+        summary="Read an entity",
+        responses={200: EntityOut},
+        examples=[OpenApiExample("an entity", value=_ENTITY, response_only=True)],
+        tags=["entities"],
+    )
+    def retrieve(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
+        return Response(
+            EntityOut(selectors.entity_get(tenant=self.tenant, entity_id=entity_id)).data
+        )
+
+    @extend_schema(
+        summary="The facts that mention an entity, newest first",
+        parameters=[PageQuery],
+        responses={200: FactPageOut},
+        examples=[
+            OpenApiExample("a page", value={"results": [_FACT], "next_cursor": None},
+                           response_only=True)
+        ],
+        tags=["entities"],
+    )  # fmt: skip
+    def facts(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
+        query = _valid(PageQuery, request.query_params)
+        result = selectors.entity_facts(
+            tenant=self.tenant,
+            entity_id=entity_id,
+            status=_status(query["status"]),
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
+        return page(FactOut(result.facts, many=True).data, result.next_cursor)
+
+
+# -- audit ------------------------------------------------------------------------------------
+
+
+def _audit_filters(query: dict[str, Any]) -> dict[str, Any]:
+    return {k: query.get(k) for k in ("source", "action", "actor", "fact_id", "since", "until")}
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> str:
+    """A CSV cell a spreadsheet will not run: text that looks like a formula gets a quote."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return f"'{text}" if text.startswith(_FORMULA_START) else text
+
+
+_CSV_COLUMNS = ("source", "id", "at", "action", "actor", "fact_id", "target", "before", "after")
+
+
+def _csv_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(_CSV_COLUMNS)
+    for event in events:
+        writer.writerow(
+            [
+                event.source, event.id, event.at.isoformat(), _cell(event.action),
+                _cell(event.actor), "" if event.fact_id is None else event.fact_id,
+                _cell(event.target), _cell(event.before), _cell(event.after),
+            ]
+        )  # fmt: skip
+        if buffer.tell() > 64 * 1024:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def _jsonl_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
+    for event in events:
+        row = vars(event) | {"at": event.at.isoformat()}
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+class AuditViewSet(TenantViewSet):
+    @extend_schema(
+        summary="The audit log: every change to facts and to the tenant, newest first",
+        description="Filter by source, action, actor (`user:3`, `apikey:7`, `job:...`: a "
+        "prefix of whole parts), fact and time. Keyset pages.",
+        parameters=[AuditListQuery],
+        responses={200: AuditPageOut},
+        examples=[
+            OpenApiExample("a page", value={"results": [_AUDIT], "next_cursor": None},
+                           response_only=True)
+        ],
+        tags=["audit"],
+    )  # fmt: skip
+    def list(self, request: Request, tenant: str | None = None) -> Response:
+        query = _valid(AuditListQuery, request.query_params)
+        result = selectors.audit_event_list(
+            tenant=self.tenant, limit=query["limit"], cursor=query.get("cursor"),
+            **_audit_filters(query),
+        )  # fmt: skip
+        return page(AuditOut(result.events, many=True).data, result.next_cursor)
+
+    @extend_schema(
+        summary="Export the audit log as CSV or JSON Lines",
+        description="The same filters as the list, every matching event, streamed newest "
+        "first. The export is itself recorded in the audit log. CSV cells that a spreadsheet "
+        "would take for a formula start with a quote.",
+        parameters=[AuditExportQuery],
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV with a header"),
+            (200, "application/x-ndjson"): OpenApiResponse(
+                OpenApiTypes.STR, description="one JSON object per line"
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "csv",
+                value="source,id,at,action,actor,fact_id,target,before,after\r\n"
+                "fact,901,2026-12-02T10:00:00+00:00,feedback,apikey:7:hermes-research,42,,"
+                '"{""trust_score"": 0.5}","{""trust_score"": 0.55, ""helpful"": true}"\r\n',
+                response_only=True,
+                media_type="text/csv",
+            ),
+        ],
+        tags=["audit"],
+    )
+    def export(self, request: Request, tenant: str | None = None) -> StreamingHttpResponse:
+        query = _valid(AuditExportQuery, request.query_params)
+        filters = _audit_filters(query)
+        fmt = query["format"]
+        audit_export_record(
+            tenant=self.tenant,
+            actor=self.actor,
+            format=fmt,
+            filters={k: str(v) for k, v in filters.items() if v is not None},
+        )
+        events = selectors.audit_event_iter(tenant=self.tenant, **filters)
+        rows = _csv_rows(events) if fmt == "csv" else _jsonl_rows(events)
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        response = StreamingHttpResponse(
+            rows,
+            content_type="text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson",
+        )
+        name = f"mnemosyne-{self.tenant.slug}-audit-{stamp}.{fmt}"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response

@@ -1,0 +1,144 @@
+"""The one base of every tenant endpoint: it finds the tenant and the caller's rights in it.
+
+The tenant comes from the URL (`/api/v1/tenants/<slug>/...`, for signed-in users and for keys of
+that tenant) or from the API key (`/api/v1/...`, programs). A subclass cannot forget it: the
+hooks that resolve it cannot be overridden (TypeError at import), handlers reach the tenant only
+through `self.access`, and every read goes through a tenant-first selector. "Not a member" and
+"no such tenant" are the same 404; a lookup inside the tenant that misses is a 404 too.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from rest_framework import exceptions, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memoryadmin.api.parsers import FirstRenderer
+from tenants.actors import Actor
+from tenants.errors import InvalidInput, NotFound
+from tenants.models import ApiKey, Tenant
+from tenants.selectors import membership_role, tenant_get
+
+
+class Need(enum.Enum):
+    READ = "read"
+    WRITE = "write"
+    MANAGE = "manage"  # tenant administration: a signed-in admin, never an API key
+
+
+@dataclass(frozen=True)
+class Access:
+    tenant: Tenant
+    actor: Actor
+    rights: frozenset[str]
+    role: str | None  # a person's role; None for an API key
+    key: ApiKey | None = None
+
+    @property
+    def is_key(self) -> bool:
+        return self.key is not None
+
+
+def _refusal(access: Access, need: Need) -> str:
+    if need is Need.MANAGE and access.is_key:
+        return "only a signed-in admin can do this; API keys do not manage tenants"
+    if access.is_key:
+        return f"this API key has no '{need.value}' scope"
+    return f"your role in {access.tenant.slug} is {access.role}: it may not {need.value}"
+
+
+def resolve_access(request: Request, slug: str | None) -> Access:
+    """Who is asking, in which tenant, with which rights. NotFound for a tenant not theirs."""
+    key = request.auth if isinstance(request.auth, ApiKey) else None
+    if key is not None:
+        if slug is not None and slug != key.tenant.slug:
+            raise NotFound("tenant", slug)
+        rights = frozenset(scope for scope in key.scopes if scope in ("read", "write"))
+        return Access(key.tenant, Actor.api_key(key), rights, None, key)
+    if slug is None:
+        raise InvalidInput(
+            "tenant", "signed in as a person, name the tenant: /api/v1/tenants/<slug>/..."
+        )
+    tenant = tenant_get(slug=slug)
+    role = membership_role(tenant=tenant, user=request.user)
+    if role is None:
+        raise NotFound("tenant", slug)
+    rights = frozenset({"read", "write", "manage"} if role == "admin" else {"read"})
+    return Access(tenant, Actor.user(request.user), rights, role)
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = 413
+    default_detail = "the request body is too large"
+    default_code = "too_large"
+
+
+def check_body_size(request: Request, limit: int) -> None:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        raise PayloadTooLarge(f"the request body is larger than {limit} bytes")
+
+
+_PROTECTED = frozenset(
+    {"initial", "access", "tenant", "actor", "get_queryset", "get_object", "needed"}
+)
+
+
+class TenantViewSet(viewsets.ViewSet):
+    """Base of tenant endpoints. Declare `needs = {"action": Need.X}` where the HTTP method
+    does not say it (safe methods read, the others write); the rest is done here."""
+
+    needs: dict[str, Need] = {}
+    content_negotiation_class = FirstRenderer
+    max_body_bytes: int | None = None  # default: settings.MNEMOSYNE_API_MAX_BODY_BYTES
+    _access: Access | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        overridden = _PROTECTED & set(vars(cls))
+        if overridden:
+            raise TypeError(
+                f"{cls.__name__} overrides {', '.join(sorted(overridden))}: the tenant and the "
+                "caller's rights come from TenantViewSet and cannot be replaced"
+            )
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        check_body_size(request, self.max_body_bytes or settings.MNEMOSYNE_API_MAX_BODY_BYTES)
+        super().initial(request, *args, **kwargs)  # authentication (401), throttling (429)
+        access = resolve_access(request, kwargs.get("tenant"))
+        need = self.needed(request)
+        if need.value not in access.rights:
+            raise exceptions.PermissionDenied(_refusal(access, need))
+        self._access = access
+
+    def needed(self, request: Request) -> Need:
+        declared = self.needs.get(getattr(self, "action", None) or "")
+        if declared is not None:
+            return declared
+        return Need.READ if request.method in ("GET", "HEAD", "OPTIONS") else Need.WRITE
+
+    @property
+    def access(self) -> Access:
+        if self._access is None:  # a handler ran without initial(): refuse, never guess
+            raise exceptions.PermissionDenied("no tenant resolved for this request")
+        return self._access
+
+    @property
+    def tenant(self) -> Tenant:
+        return self.access.tenant
+
+    @property
+    def actor(self) -> Actor:
+        return self.access.actor
+
+
+def page(results: list[Any], next_cursor: str | None) -> Response:
+    return Response({"results": results, "next_cursor": next_cursor})

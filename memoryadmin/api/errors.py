@@ -1,0 +1,125 @@
+"""Every API error is JSON: {"message", "field", "code", "errors": [{"field", "message"}]}.
+
+Never a traceback: an unexpected exception is logged and answered with a plain 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+from tenants.errors import InvalidInput, NotFound
+
+logger = logging.getLogger(__name__)
+
+
+def error_body(
+    message: str, *, code: str, field: str | None = None, errors: list[dict] | None = None
+) -> dict[str, Any]:
+    return {
+        "message": message,
+        "field": field,
+        "code": code,
+        "errors": errors if errors is not None else [{"field": field, "message": message}],
+    }
+
+
+def _flatten(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
+    """DRF's nested validation errors as a flat list of (field path, message)."""
+    if isinstance(detail, dict):
+        found = []
+        for key, value in detail.items():
+            name = "" if key == "non_field_errors" else str(key)
+            if isinstance(key, int):
+                path = f"{prefix}[{key}]"
+            else:
+                path = f"{prefix}.{name}" if prefix and name else (name or prefix)
+            found += _flatten(value, path)
+        return found
+    if isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            return [{"field": prefix or None, "message": str(item)} for item in detail]
+        found = []
+        for index, item in enumerate(detail):
+            found += _flatten(
+                item, f"{prefix}[{index}]" if isinstance(item, dict | list) else prefix
+            )
+        return found
+    return [{"field": prefix or None, "message": str(detail)}]
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    headers: dict[str, str] = {}
+    if isinstance(exc, InvalidInput):
+        body = error_body(exc.message, code="invalid", field=exc.field)
+        code = status.HTTP_400_BAD_REQUEST
+    elif isinstance(exc, NotFound):
+        body = error_body(f"{exc.what} not found", code="not_found")
+        code = status.HTTP_404_NOT_FOUND
+    elif isinstance(exc, Http404):
+        body = error_body("not found", code="not_found")
+        code = status.HTTP_404_NOT_FOUND
+    elif isinstance(exc, DjangoPermissionDenied):
+        body = error_body("you may not do this", code="permission_denied")
+        code = status.HTTP_403_FORBIDDEN
+    elif isinstance(exc, exceptions.ValidationError):
+        errors = _flatten(exc.detail) or [{"field": None, "message": "invalid input"}]
+        first = errors[0]
+        message = f"{first['field']}: {first['message']}" if first["field"] else first["message"]
+        body = error_body(message, code="invalid", field=first["field"], errors=errors)
+        code = status.HTTP_400_BAD_REQUEST
+    elif isinstance(exc, exceptions.APIException):
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
+        detail = exc.detail
+        message = str(detail if not isinstance(detail, dict | list) else exc.default_detail)
+        body = error_body(message, code=getattr(exc, "default_code", "error"))
+        code = exc.status_code
+    else:
+        view = context.get("view")
+        logger.exception("API error in %s", type(view).__name__ if view else "?")
+        body = error_body("internal error; the server log has the details", code="server_error")
+        code = status.HTTP_500_INTERNAL_SERVER_ERROR
+    set_rollback()
+    return Response(body, status=code, headers=headers)
+
+
+# Django's own error views, for requests under /api/ that no API view handled (unknown URLs).
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(error_body("no such endpoint", code="not_found"), status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(error_body("bad request", code="bad_request"), status=400)
+    return defaults.bad_request(request, exception)
+
+
+def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(error_body("you may not do this", code="forbidden"), status=403)
+    return defaults.permission_denied(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        body = error_body("internal error; the server log has the details", code="server_error")
+        return JsonResponse(body, status=500)
+    return defaults.server_error(request)

@@ -1,0 +1,114 @@
+"""/api/v1/: tenant endpoints under /api/v1/tenants/<slug>/ (people, and keys of that tenant)
+and the same endpoints at /api/v1/ for API keys, whose tenant is the key's."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern, URLResolver, include, path, register_converter
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from facts.api import AuditViewSet, EntityViewSet, FactImportViewSet, FactViewSet
+from memoryadmin.api import schema as _schema  # noqa: F401 - registers the API-key scheme
+from retrieval.api import ContextViewSet, RecallViewSet
+from tenants.api import (
+    ApiKeyViewSet,
+    MemberViewSet,
+    RetentionViewSet,
+    TenantDetailViewSet,
+    TenantListView,
+)
+
+
+class IdConverter:
+    """A positive id that fits PostgreSQL's bigint (18 digits always do); others are 404."""
+
+    regex = "[1-9][0-9]{0,17}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+class UsernameConverter:
+    regex = r"[\w.@+-]{1,150}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(IdConverter, "id")
+register_converter(UsernameConverter, "username")
+
+
+def _tenant_routes() -> list[URLPattern]:
+    """Everything that happens inside one tenant."""
+    fact = FactViewSet.as_view
+    return [
+        path("facts", fact({"get": "list", "post": "create"}), name="facts"),
+        path("facts/import", FactImportViewSet.as_view({"post": "create"}), name="facts-import"),
+        path(
+            "facts/<id:fact_id>",
+            fact({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
+            name="fact",
+        ),
+        path("facts/<id:fact_id>/feedback", fact({"post": "feedback"}), name="fact-feedback"),
+        path("facts/<id:fact_id>/history", fact({"get": "history"}), name="fact-history"),
+        path("facts/<id:fact_id>/restore", fact({"post": "restore"}), name="fact-restore"),
+        path("facts/<id:fact_id>/purge", fact({"post": "purge"}), name="fact-purge"),
+        path("recall", RecallViewSet.as_view({"post": "create"}), name="recall"),
+        path("context", ContextViewSet.as_view({"post": "create"}), name="context"),
+        path("entities", EntityViewSet.as_view({"get": "list"}), name="entities"),
+        path("entities/<id:entity_id>", EntityViewSet.as_view({"get": "retrieve"}), name="entity"),
+        path(
+            "entities/<id:entity_id>/facts",
+            EntityViewSet.as_view({"get": "facts"}),
+            name="entity-facts",
+        ),
+        path("members", MemberViewSet.as_view({"get": "list", "post": "create"}), name="members"),
+        path(
+            "members/<username:username>",
+            MemberViewSet.as_view(
+                {"get": "retrieve", "patch": "partial_update", "delete": "destroy"}
+            ),
+            name="member",
+        ),
+        path("api-keys", ApiKeyViewSet.as_view({"get": "list", "post": "create"}), name="api-keys"),
+        path(
+            "api-keys/<id:key_id>",
+            ApiKeyViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+            name="api-key",
+        ),
+        path(
+            "retention",
+            RetentionViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+            name="retention",
+        ),
+        path(
+            "retention/preview",
+            RetentionViewSet.as_view({"get": "preview"}),
+            name="retention-preview",
+        ),
+        path("audit", AuditViewSet.as_view({"get": "list"}), name="audit"),
+        path("audit/export", AuditViewSet.as_view({"get": "export"}), name="audit-export"),
+    ]
+
+
+_tenant_detail = TenantDetailViewSet.as_view({"get": "retrieve", "patch": "partial_update"})
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/ui/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-ui"),
+    path(
+        "api/schema/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"
+    ),
+    path("api/v1/tenants", TenantListView.as_view(), name="api-tenants"),
+    path("api/v1/tenants/<slug:tenant>", _tenant_detail, name="api-tenant"),
+    path("api/v1/tenants/<slug:tenant>/", include((_tenant_routes(), "api"), namespace="api")),
+    # With an API key the tenant is the key's: the same endpoints without the tenant part.
+    path("api/v1/tenant", _tenant_detail, name="api-key-tenant"),
+    path("api/v1/", include((_tenant_routes(), "api-key"), namespace="api-key")),
+]

@@ -1,0 +1,191 @@
+"""REST endpoints of retrieval: hybrid recall and the assembled context block."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from facts.api import FactOut
+from facts.models import Category, Kind
+from memoryadmin.api.base import Need, TenantViewSet
+from retrieval.context import context_cached, retrievals_record
+from retrieval.search import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_search
+
+
+class RecallIn(serializers.Serializer):
+    query = serializers.CharField(max_length=MAX_QUERY_CHARS, help_text="what to remember")
+    k = serializers.IntegerField(default=10, min_value=1, max_value=MAX_K)
+    scope = serializers.CharField(
+        required=False, allow_blank=True, max_length=255, help_text="only this scope and below"
+    )
+    kind = serializers.ChoiceField(choices=Kind.choices, required=False, allow_null=True)
+    category = serializers.ChoiceField(choices=Category.choices, required=False, allow_null=True)
+    min_trust = serializers.FloatField(
+        required=False, allow_null=True, min_value=0, max_value=1,
+        help_text="leave out facts trusted less; omitted: the tenant's min_trust",
+    )  # fmt: skip
+    channels = serializers.ListField(
+        child=serializers.ChoiceField(choices=CHANNELS), required=False, allow_null=True,
+        min_length=1, max_length=len(CHANNELS),
+        help_text="fts (full text), vec (vector), entity; omitted: the tenant's weighted ones",
+    )  # fmt: skip
+    explain = serializers.BooleanField(
+        default=False, help_text="add each hit's per-channel scores and factors"
+    )
+
+
+class ExplainOut(serializers.Serializer):
+    score = serializers.FloatField()
+    channels = serializers.DictField(
+        child=serializers.FloatField(), help_text="each channel's normalised score"
+    )
+    factors = serializers.DictField(
+        child=serializers.FloatField(), help_text="trust, decay, and lifts of turns"
+    )
+
+
+class RecallHitOut(serializers.Serializer):
+    score = serializers.FloatField()
+    fact = FactOut()
+    explain = ExplainOut(required=False, help_text="present when asked for")
+
+
+class RecallOut(serializers.Serializer):
+    results = RecallHitOut(many=True)
+    timings_ms = serializers.DictField(child=serializers.FloatField())
+
+
+class ContextIn(serializers.Serializer):
+    query = serializers.CharField(
+        required=False, allow_blank=True, max_length=MAX_QUERY_CHARS,
+        help_text="the user's message; its recall results fill the last level",
+    )  # fmt: skip
+    scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    session_id = serializers.CharField(required=False, allow_blank=True, max_length=128)
+    hot_restore = serializers.BooleanField(
+        default=False, help_text="first turn of a resumed session: start with its last turns"
+    )
+    important = serializers.BooleanField(default=True, help_text="include the key facts level")
+    budget = serializers.IntegerField(
+        required=False, allow_null=True, min_value=50, max_value=32000,
+        help_text="tokens; omitted: the tenant's token_budget",
+    )  # fmt: skip
+
+
+class ContextOut(serializers.Serializer):
+    text = serializers.CharField(help_text="the block an agent reads before its turn")
+    tokens = serializers.IntegerField()
+    levels = serializers.DictField(
+        child=serializers.ListField(child=serializers.IntegerField()),
+        help_text="fact ids per level: recent, important, relevant",
+    )
+
+
+_HIT = {
+    "score": 0.41,
+    "fact": {
+        "id": 42, "kind": "fact", "content": "Alice prefers green tea over coffee in the morning",
+        "scope": "user:alice", "session_id": "", "position": None, "speaker": "",
+        "category": "user_pref", "tags": [], "metadata": {}, "trust_score": 0.55,
+        "helpful_count": 1, "unhelpful_count": 0, "retrieval_count": 3,
+        "last_retrieved_at": None, "importance": 0.4, "status": "active", "superseded_by": None,
+        "embedded": True, "created_by": "apikey:7:hermes-research",
+        "created_at": "2026-12-01T09:30:00Z", "updated_at": "2026-12-02T10:00:00Z",
+    },
+    "explain": {
+        "score": 0.41, "channels": {"fts": 1.0, "vec": 0.74},
+        "factors": {"trust": 0.55, "decay": 1.0},
+    },
+}  # fmt: skip
+
+
+class RecallViewSet(TenantViewSet):
+    needs = {"create": Need.READ}  # a POST that reads: the query does not fit in a URL
+
+    @extend_schema(
+        summary="Recall: the k best memories for a query (hybrid search)",
+        description="Full text (BM25), vectors and entities, fused with the tenant's weights, "
+        "times trust (and decay, where the tenant set a half-life). Only active facts; "
+        f"queries up to {MAX_QUERY_CHARS} characters. With an API key, the facts returned "
+        "count as retrieved (retention's 'not retrieved for N days').",
+        request=RecallIn,
+        responses={200: RecallOut},
+        examples=[
+            OpenApiExample(
+                "a question",
+                value={"query": "what does Alice drink?", "k": 5, "scope": "user:alice",
+                       "explain": True},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "hits",
+                value={"results": [_HIT], "timings_ms": {"embed_query": 6.4, "total": 31.0}},
+                response_only=True,
+            ),
+        ],
+        tags=["recall"],
+    )  # fmt: skip
+    def create(self, request: Request, tenant: str | None = None) -> Response:
+        data = RecallIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        options = dict(data.validated_data)
+        explain = options.pop("explain")
+        result = recall_search(tenant=self.tenant, **options)
+        hits = []
+        for hit in result.hits:
+            row = {"score": round(hit.score, 6), "fact": FactOut(hit.fact).data}
+            if explain:
+                row["explain"] = hit.explain()
+            hits.append(row)
+        if self.access.is_key:  # an agent was shown these; a person looking is not a retrieval
+            retrievals_record(tenant=self.tenant, fact_ids=[h.fact.pk for h in result.hits])
+        timings = {name: round(ms, 3) for name, ms in result.timings_ms.items()}
+        return Response({"results": hits, "timings_ms": timings})
+
+
+class ContextViewSet(TenantViewSet):
+    needs = {"create": Need.READ}
+
+    @extend_schema(
+        summary="The context block an agent reads before a turn",
+        description="Three levels within the token budget: the last turns of a resumed "
+        "session (`hot_restore`), the tenant's most important facts, the query's recall "
+        "results; deduplicated. Cached per (tenant, scope, query) for the tenant's prefetch "
+        "TTL; any write to the tenant refreshes it.",
+        request=ContextIn,
+        responses={200: ContextOut},
+        examples=[
+            OpenApiExample(
+                "before a turn",
+                value={"query": "what does Alice drink?", "session_id": "2026-12-02-standup"},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "block",
+                value={
+                    "text": "## Known facts\n- Alice prefers green tea over coffee in the "
+                    "morning (user_pref)",
+                    "tokens": 21,
+                    "levels": {"important": [42], "relevant": []},
+                },
+                response_only=True,
+            ),
+        ],
+        tags=["recall"],
+    )
+    def create(self, request: Request, tenant: str | None = None) -> Response:
+        data = ContextIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        options = dict(data.validated_data)
+        block = context_cached(
+            tenant=self.tenant,
+            query=options.get("query") or None,
+            scope=options.get("scope") or None,
+            session_id=options.get("session_id") or None,
+            hot_restore=options["hot_restore"],
+            important=options["important"],
+            budget=options.get("budget"),
+        )
+        return Response({"text": block.text, "tokens": block.tokens, "levels": block.levels})

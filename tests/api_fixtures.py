@@ -1,0 +1,73 @@
+"""Shared set-up of the REST API tests: a tenant with data, people and keys of every kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from facts import services as fact_services
+from tenants import services as tenant_services
+
+
+@dataclass
+class World:
+    tenant: Any
+    other: Any
+    fact: Any
+    other_fact: Any
+    entity_id: int
+    other_entity_id: int
+    key_id: int
+    other_key_id: int
+    tokens: dict[str, str]
+
+
+def bearer(token: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+def signed_in(user) -> APIClient:
+    client = APIClient()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings) -> World:
+    from facts.selectors import entity_list
+
+    settings.MNEMOSYNE_ENTITY_EXTRACTOR = "tests.extractors.capitalised_people"
+    facts = {}
+    for t in (tenant, other_tenant):
+        facts[t.slug] = fact_services.fact_add(
+            tenant=t, content=f"Alice drinks green tea at {t.name}", actor=system_actor,
+            scope="user:alice", category="user_pref",
+        ).fact  # fmt: skip
+        fact_services.fact_add(tenant=t, content="Bob is allergic to peanuts", actor=system_actor)
+    keys = {
+        "write": tenant_services.apikey_create(tenant=tenant, name="hermes", actor=system_actor),
+        "read": tenant_services.apikey_create(
+            tenant=tenant, name="dashboard", actor=system_actor, scopes=["read"]
+        ),
+        "revoked": tenant_services.apikey_create(tenant=tenant, name="old", actor=system_actor),
+        "other": tenant_services.apikey_create(
+            tenant=other_tenant, name="hermes", actor=system_actor
+        ),
+    }
+    tenant_services.apikey_revoke(tenant=tenant, key_id=keys["revoked"].key.pk, actor=system_actor)
+    return World(
+        tenant=tenant,
+        other=other_tenant,
+        fact=facts["acme"],
+        other_fact=facts["globex"],
+        entity_id=entity_list(tenant=tenant, query="alice").entities[0].pk,
+        other_entity_id=entity_list(tenant=other_tenant, query="alice").entities[0].pk,
+        key_id=keys["read"].key.pk,
+        other_key_id=keys["other"].key.pk,
+        tokens={name: created.token for name, created in keys.items()},
+    )
