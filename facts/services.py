@@ -246,10 +246,17 @@ def fact_add(
     metadata: Any = None,
     trust: Any = None,
     created_at: datetime | None = None,
+    idempotency_key: Any = None,
 ) -> AddResult:
     """Store a memory. The same fact again (same scope, same text up to case and spacing)
-    returns the existing one; a removed or archived one comes back."""
+    returns the existing one; a removed or archived one comes back.
+
+    `idempotency_key` makes a retried write harmless: a second add with the same key (and the
+    same text, kind, scope and session) returns the memory the first one stored, status
+    "exists". Writers that buffer and retry (the Hermes provider) give every write its own key.
+    """
     text = clean_content(content)
+    key = _clean_short("idempotency_key", idempotency_key, 128)
     kind = _clean_kind(kind)
     values = {
         "kind": kind,
@@ -275,7 +282,11 @@ def fact_add(
         raise InvalidInput("position", "must be a whole number from 0 to 2147483647")
     if kind == Kind.TURN and not values["session_id"]:
         raise InvalidInput("session_id", "a turn belongs to a session")
+    if key:
+        values["metadata"] = {**values["metadata"], "idempotency_key": key}
     with tenant_scope(tenant):
+        if key and (replayed := _replayed(tenant, values, key)) is not None:
+            return AddResult(fact=replayed, status="exists")
         if kind == Kind.FACT:
             existing = _existing_fact(tenant, values)
             if existing is not None:
@@ -301,6 +312,28 @@ def fact_add(
         _event(tenant, fact.pk, EventAction.CREATE, actor, after=_snapshot(fact))
         _schedule_embedding(tenant)
         return AddResult(fact=fact, status="added")
+
+
+def _replayed(tenant: Tenant, values: dict[str, Any], key: str) -> Fact | None:
+    """The memory an earlier write with this idempotency key stored, if any."""
+    with connection.cursor() as cursor:
+        # Held to the end of the transaction: a concurrent retry of the same write waits here,
+        # then finds the first one's row.
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{tenant.pk}/write/{key}"]
+        )
+    # kind, scope, session and text narrow the lookup to an index before the JSON test.
+    return (
+        Fact.objects.for_tenant(tenant)
+        .filter(
+            kind=values["kind"],
+            scope=values["scope"],
+            session_id=values["session_id"],
+            content_hash=values["content_hash"],
+            metadata__idempotency_key=key,
+        )
+        .first()
+    )
 
 
 def _existing_fact(tenant: Tenant, values: dict[str, Any]) -> Fact | None:

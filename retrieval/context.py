@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
@@ -103,7 +103,9 @@ def context_build(
     hot_restore: bool = False,
     important: bool = True,
     budget: int | None = None,
+    exclude: Iterable[int] = (),
 ) -> ContextBlock:
+    """`exclude`: ids the reader has already been shown (e.g. the facts of a system prompt)."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
     total = tenant.setting("token_budget") if budget is None else budget
@@ -111,7 +113,7 @@ def context_build(
         raise InvalidInput("budget", "must be a whole number of tokens from 50 to 32000")
     lines: list[str] = []
     levels: dict[str, list[int]] = {}
-    seen: set[int] = set()
+    seen: set[int] = set(exclude)
     room = _Budget(total)
     prefix = (scope or "").strip().strip("/")
     with tenant_scope(tenant):
@@ -169,11 +171,13 @@ def context_cached(
     hot_restore: bool = False,
     important: bool = True,
     budget: int | None = None,
+    exclude: Iterable[int] = (),
 ) -> ContextBlock:
     """context_build, cached per (tenant, scope, query, ...) for the tenant's prefetch TTL.
 
     The key carries the tenant's write generation, so any write to the tenant (from any
-    process) makes the old entries unreachable at once.
+    process) makes the old entries unreachable at once, and the tenant's effective settings, so
+    a changed weight or budget (or a caller's per-profile override) never reads another's block.
     """
     ttl = int(tenant.setting("prefetch_ttl_s"))
     arguments = dict(
@@ -183,12 +187,14 @@ def context_cached(
         hot_restore=hot_restore,
         important=important,
         budget=budget,
+        exclude=tuple(sorted(set(exclude))),
     )
     if ttl <= 0:
         return context_build(tenant=tenant, **arguments)
     with tenant_scope(tenant) as tenant_id:
         generation = _generation(tenant_id)
-        digest = hashlib.sha256(repr(sorted(arguments.items())).encode()).hexdigest()[:32]
+        keyed = sorted(arguments.items()) + sorted(tenant.effective_settings.items())
+        digest = hashlib.sha256(repr(keyed).encode()).hexdigest()[:32]
         key = f"mnemosyne:{tenant_id}:context:{generation}:{digest}"
         block = cache.get(key)
         if block is None:

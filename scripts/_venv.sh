@@ -33,8 +33,8 @@ ensure_venv() {
     want="$(sha256sum < "$ROOT/pyproject.toml" | cut -d" " -f1) $extras"
     local have=""
     [ -f "$stamp" ] && have="$(cat "$stamp")"
-    # The test extras include everything `up` needs.
-    if [ "$have" != "$want" ] && [ "$have" != "${want% *} [test]" ]; then
+    # The test extras (with Hermes, for its integration tests) include everything `up` needs.
+    if [ "$have" != "$want" ] && [ "$have" != "${want% *} [test,hermes]" ]; then
         say "installing Mnemosyne and its dependencies into $VENV (first time: about a minute)"
         local log="$VENV/pip-install.log"
         if ! { "$VENV/bin/python" -m pip install --upgrade pip \

@@ -3,7 +3,7 @@
 # with pgvector (embedded, or TEST_DATABASE_URL), real Celery workers and the real `mnemosyne up`.
 # Extra arguments go to pytest (e.g. -k health, -x).
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
-ensure_venv "[test]"
+ensure_venv "[test,hermes]"
 cd "$ROOT"
 say "ruff: lint and format check"
 "$VENV/bin/ruff" check --quiet .

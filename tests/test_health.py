@@ -69,13 +69,16 @@ def test_an_unreachable_broker_is_named(client: Client, monkeypatch: pytest.Monk
 
 
 def test_an_unwritable_filesystem_broker_is_named(
-    client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path
+    client: Client, settings, monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
     if not celery_app.conf.broker_url.startswith("filesystem"):
         pytest.skip("this run uses a broker server (CELERY_BROKER_URL), not the filesystem one")
     _fresh_services()
     options = dict(celery_app.conf.broker_transport_options)
     options["data_folder_in"] = str(tmp_path / "gone")
+    # Celery 5.6 reads its Django-prefixed setting before its own overrides, 5.7 the other way
+    # round (hermes-agent's pins hold Celery at 5.6 where both are installed): set both.
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = options
     monkeypatch.setitem(celery_app.conf, "broker_transport_options", options)
     body = client.get("/healthz").json()
     assert body["failing"] == ["broker"]
