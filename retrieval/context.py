@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from facts.models import Fact, Kind, Status
+from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
 from tenants.errors import InvalidInput
@@ -175,6 +176,7 @@ def context_cached(
     The key carries the tenant's write generation, so any write to the tenant (from any
     process) makes the old entries unreachable at once.
     """
+    started = time.perf_counter()
     ttl = int(tenant.setting("prefetch_ttl_s"))
     arguments = dict(
         query=query,
@@ -185,7 +187,9 @@ def context_cached(
         budget=budget,
     )
     if ttl <= 0:
-        return context_build(tenant=tenant, **arguments)
+        block = context_build(tenant=tenant, **arguments)
+        recall_latency_note(tenant=tenant, ms=(time.perf_counter() - started) * 1000)
+        return block
     with tenant_scope(tenant) as tenant_id:
         generation = _generation(tenant_id)
         digest = hashlib.sha256(repr(sorted(arguments.items())).encode()).hexdigest()[:32]
@@ -195,6 +199,8 @@ def context_cached(
             block = context_build(tenant=tenant, **arguments)
             cache.set(key, block, ttl)
     _record_retrievals(tenant, block.fact_ids)
+    # What the agent waited for, cache hits included (the dashboard's latency chart).
+    recall_latency_note(tenant=tenant, ms=(time.perf_counter() - started) * 1000)
     return block
 
 

@@ -119,9 +119,7 @@ def tenant_update_settings(*, tenant: Tenant, changes: dict[str, Any], actor: Ac
         locked.settings = {**locked.settings, **clean}
         locked.save(update_fields=["settings"])
         with tenant_scope(locked):
-            _event(
-                locked, "settings_update", actor, before=before, after=locked.effective_settings
-            )
+            _event(locked, "settings_update", actor, before=before, after=locked.effective_settings)
     tenant.settings = locked.settings
     return locked
 
