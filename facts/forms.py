@@ -40,7 +40,9 @@ class FactFilterForm(forms.Form):
         ),
     )
     scope = forms.CharField(label=_("Scope"), required=False, max_length=255)
-    kind = forms.ChoiceField(label=_("Kind"), required=False, choices=_blank(Kind.choices, _("any")))
+    kind = forms.ChoiceField(
+        label=_("Kind"), required=False, choices=_blank(Kind.choices, _("any"))
+    )
     category = forms.ChoiceField(
         label=_("Category"), required=False, choices=_blank(Category.choices, _("any"))
     )

@@ -86,9 +86,8 @@ def recall_left_out(
                 tenant_id=tenant_id, latin=analyzed.latin, han=analyzed.han, limit=room
             )
             facts = Fact.objects.for_tenant(tenant).defer("search_vector").in_bulk(ids)
-        found += [
-            LeftOut(facts[i], [Reason(STATUS, {"status": facts[i].status, "wanted": Status.ACTIVE})])
-            for i in ids
-            if i in facts and i not in shown
-        ]
+        for ident in ids:
+            if ident in facts and ident not in shown:
+                status = {"status": facts[ident].status, "wanted": Status.ACTIVE}
+                found.append(LeftOut(facts[ident], [Reason(STATUS, status)]))
     return found

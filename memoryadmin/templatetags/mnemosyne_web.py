@@ -41,7 +41,7 @@ def pretty_json(value: Any) -> str:
 
 @register.filter
 def actor_name(actor: str) -> str:
-    """`user:3:olivia` -> `olivia`, `apikey:7:hermes` -> `hermes`, `job:retention` -> `retention`."""
+    """`user:3:olivia` -> `olivia`, `apikey:7:hermes` -> `hermes`, `job:tests` -> `tests`."""
     parts = (actor or "").split(":", 2)
     return parts[-1] if parts else actor
 

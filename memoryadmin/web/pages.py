@@ -36,6 +36,7 @@ from django.views import View
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
+from tenants.scope import tenant_scope
 from tenants.selectors import membership_role, tenant_get, tenants_for_user
 
 
@@ -73,7 +74,7 @@ def page_access(*, user: AbstractBaseUser, slug: str) -> PageAccess:
     return PageAccess(tenant=tenant, user=user, role=role)
 
 
-_PROTECTED = frozenset({"dispatch", "setup", "access", "tenant", "actor", "needed"})
+_PROTECTED = frozenset({"dispatch", "setup", "access", "tenant", "actor", "needed", "render"})
 
 
 class TenantPage(View):
@@ -84,6 +85,7 @@ class TenantPage(View):
     need_post: Need = Need.WRITE
     http_method_names = ["get", "post", "head"]
     _access: PageAccess | None = None
+    _user_tenants: list[tuple[Tenant, str]] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -104,7 +106,14 @@ class TenantPage(View):
         if self.needed(request) is Need.WRITE and not access.can_write:
             raise PermissionDenied("this role reads only")
         self._access = access
+        self._user_tenants = tenants_for_user(user=request.user)
         try:
+            if request.method in ("GET", "HEAD"):
+                # A page reads in one transaction of the tenant's scope: one consistent
+                # snapshot, and the selectors' own scopes join it instead of each opening one.
+                # Writes keep each service's own transaction.
+                with tenant_scope(access.tenant):
+                    return super().dispatch(request, *args, **kwargs)
             return super().dispatch(request, *args, **kwargs)
         except NotFound:
             raise Http404("not found") from None
@@ -139,7 +148,7 @@ class TenantPage(View):
         full = {
             "access": self.access,
             "tenant": self.tenant,
-            "user_tenants": tenants_for_user(user=request.user),
+            "user_tenants": self._user_tenants,
             "nav": nav_for(request, self.tenant),
             **(context or {}),
         }

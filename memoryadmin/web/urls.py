@@ -6,7 +6,9 @@ from __future__ import annotations
 from django.urls import path
 
 from memoryadmin import views
-from memoryadmin.api import urls as _api_urls  # noqa: F401 - registers the id and username converters
+from memoryadmin.api import (
+    urls as _api_urls,  # noqa: F401 - registers the id and username converters
+)
 from memoryadmin.web.pages import tenant_urlpatterns
 
 app_name = "web"
