@@ -102,7 +102,9 @@ def language(request: HttpRequest) -> HttpResponse:
     """Change the language: kept for the signed-in person, and in a cookie for this browser."""
     form = LanguageForm(request.POST)
     if not form.is_valid():
-        return render(request, "web/bad_request.html", {"message": _("Unknown language.")}, 400)
+        return render(
+            request, "web/bad_request.html", {"message": _("Unknown language.")}, status=400
+        )
     chosen = form.cleaned_data["language"]
     if request.user.is_authenticated:
         user_language_set(user=request.user, language=chosen)

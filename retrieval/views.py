@@ -121,7 +121,7 @@ class RecallPlaygroundPage(TenantPage):
             "left_out": [
                 (entry, [(r.code, reason_text(r)) for r in entry.reasons]) for entry in left_out
             ],
-            "block": block,
+            "context_block": block,
             "block_timings": {k: round(v, 1) for k, v in block.timings_ms.items()},
         }
         return self.render("web/recall.html", context)
