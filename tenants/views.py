@@ -238,7 +238,8 @@ class HermesPage(TenantPage):
 
     def get(self, request: HttpRequest) -> HttpResponse:
         keys = [k for k in selectors.apikey_list(tenant=self.tenant) if k.is_active]
-        form = HermesForm(request.GET or None, keys=keys)
+        initial = {"key": keys[0].pk} if keys else {}
+        form = HermesForm(request.GET or None, keys=keys, initial=initial)
         key = None
         if form.is_bound and form.is_valid():
             chosen = form.cleaned_data["key"]

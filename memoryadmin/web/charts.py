@@ -11,35 +11,39 @@ from collections.abc import Sequence
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-WIDTH, HEIGHT = 640, 200
-LEFT, BOTTOM, TOP, RIGHT = 44, 22, 10, 8
+WIDTH, HEIGHT = 480, 220
+LEFT, BOTTOM, TOP, RIGHT = 68, 24, 12, 8
+TICKS = 4
 
 
-def _nice_max(value: float) -> float:
-    """A round axis maximum at or above `value` (1, 2 or 5 times a power of ten)."""
-    if value <= 0:
-        return 1.0
+def _nice_max(value: float, *, whole: bool = True) -> float:
+    """A round axis maximum at or above `value`: TICKS steps of 1, 2 or 5 times a power of
+    ten (whole steps for counts)."""
+    want = value / TICKS if value > 0 else 1.0
     step = 1.0
-    while step * 10 <= value:
+    while step * 10 <= want:
         step *= 10
-    while step > value:
+    while step > want:
         step /= 10
     for factor in (1, 2, 5, 10):
-        if step * factor >= value:
-            return step * factor
-    return step * 10
+        if step * factor >= want:
+            step *= factor
+            break
+    if whole:
+        step = max(1.0, step)
+    return step * TICKS
 
 
 def _number(value: float) -> str:
-    return f"{value:,.0f}" if value >= 10 or value == int(value) else f"{value:.1f}"
+    return f"{value:,.0f}" if value >= 10 or value == int(value) else f"{value:.3g}"
 
 
 def _axis(top: float, unit: str) -> SafeString:
     plot_h = HEIGHT - TOP - BOTTOM
     ticks = []
-    for step in range(5):
-        y = TOP + plot_h - plot_h * step / 4
-        text = escape(_number(top * step / 4) + unit)
+    for step in range(TICKS + 1):
+        y = TOP + plot_h - plot_h * step / TICKS
+        text = escape(_number(top * step / TICKS) + unit)
         ticks.append(
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}" class="grid"/>'
             f'<text x="{LEFT - 4}" y="{y + 4:.1f}" class="tick" text-anchor="end">{text}</text>'
@@ -106,7 +110,7 @@ def line_chart(
 ) -> SafeString:
     """Lines (CSS class s0, s1, ...) with a dot per known value; None leaves a gap."""
     known = [v for _, values in series for v in values if v is not None]
-    top = _nice_max(max(known, default=0))
+    top = _nice_max(max(known, default=0), whole=False)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     step = plot_w / max(1, len(labels) - 1)
     centres = [LEFT + i * step for i in range(len(labels))]
