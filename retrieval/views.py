@@ -31,7 +31,7 @@ class RecallForm(forms.Form):
         widget=forms.TextInput(attrs={"type": "search", "class": "wide"}),
     )
     k = forms.IntegerField(
-        label=gettext_lazy("Results"), min_value=1, max_value=MAX_K, initial=10, required=False
+        label=gettext_lazy("How many"), min_value=1, max_value=MAX_K, initial=10, required=False
     )
     scope = forms.CharField(label=gettext_lazy("Scope"), required=False, max_length=255)
     kind = forms.ChoiceField(
