@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError, connection, transaction
-from django.utils import timezone
 from django.db.utils import DatabaseError, ProgrammingError
+from django.utils import timezone
 
 from facts import selectors, services
 from facts.embedding import facts_embed_batch
