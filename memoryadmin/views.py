@@ -25,7 +25,6 @@ from facts.selectors import (
     entity_top,
     fact_added_per_day,
     fact_counts,
-    fact_trust_histogram,
 )
 from memoryadmin.health import check_beat, check_broker, check_worker, health_report
 from memoryadmin.services import user_language_get, user_language_set
@@ -180,7 +179,7 @@ class DashboardPage(TenantPage):
         tenant = self.tenant
         counts = fact_counts(tenant=tenant, embedding_model=embedding_target_model())
         days = fact_added_per_day(tenant=tenant, days=30)
-        trust = fact_trust_histogram(tenant=tenant)
+        trust = counts.trust_bands
         latency = recall_latency_series(tenant=tenant, hours=48)
         top = entity_top(tenant=tenant, limit=10)
         context = {
