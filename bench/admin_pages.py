@@ -91,6 +91,7 @@ def _pages(tenant: Any, fact: Any, deep_cursor: str, entity_id: int, key_id: int
     base = f"/t/{tenant.slug}/"
     return [
         ("dashboard", lambda q: base),
+        ("dashboard: top entities", lambda q: f"{base}dashboard/top-entities"),
         ("facts", lambda q: f"{base}facts/"),
         ("facts, filtered", lambda q: f"{base}facts/?kind=fact&category=project&trust_min=0.8"),
         ("facts, 40 pages deep", lambda q: f"{base}facts/?cursor={deep_cursor}"),

@@ -181,7 +181,6 @@ class DashboardPage(TenantPage):
         days = fact_added_per_day(tenant=tenant, days=30)
         trust = counts.trust_bands
         latency = recall_latency_series(tenant=tenant, hours=48)
-        top = entity_top(tenant=tenant, limit=10)
         context = {
             "counts": counts,
             "entities": entity_count(tenant=tenant),
@@ -210,7 +209,6 @@ class DashboardPage(TenantPage):
                 label_every=6,
                 unit=" ms",
             ),
-            "top_entities": [(e, n, self.url("entity", entity_id=e.pk)) for e, n in top],
             "health": {
                 _("worker"): check_worker(),
                 _("beat"): check_beat(),
@@ -218,3 +216,17 @@ class DashboardPage(TenantPage):
             },
         }
         return self.render("web/dashboard.html", context)
+
+
+@tenant_page("dashboard/top-entities", name="dashboard_entities", section="dashboard")
+class DashboardEntitiesPanel(TenantPage):
+    """The dashboard's top entities, loaded after the page (htmx): counting every link of a
+    large tenant is the dashboard's slowest part, so the counts and charts do not wait for it.
+    Without htmx (or asked directly) it is a page of its own."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        top = entity_top(tenant=self.tenant, limit=10)
+        context = {"top_entities": [(e, n, self.url("entity", entity_id=e.pk)) for e, n in top]}
+        if request.headers.get("HX-Request"):
+            return self.render("web/_top_entities.html", context)
+        return self.render("web/top_entities.html", context)

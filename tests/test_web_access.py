@@ -245,6 +245,7 @@ def _grow(world: World, n: int) -> None:
     "url",
     [
         "/t/acme/",
+        "/t/acme/dashboard/top-entities",
         "/t/acme/facts/",
         "/t/acme/facts/?status=all&trust_min=0.1",
         "/t/acme/entities/",

@@ -268,6 +268,7 @@ def test_a_team_admin_sets_up_a_tenant_and_works_with_its_memory(
     page.click("nav.side >> text=Dashboard")
     expect(page.locator('[data-count="facts"]')).to_have_text("4")
     expect(page.locator("#health")).to_contain_text("worker")
+    expect(page.locator("#top-entities")).to_contain_text("Alice")  # loaded after the page
     page.click("text=Numbers >> nth=1")  # the latency table under its chart
     expect(page.locator("main")).to_contain_text("Recall latency")
     expect(page.locator("section", has_text="Recall latency").locator("tbody tr")).to_have_count(1)

@@ -443,7 +443,9 @@ def test_the_dashboard_counts_and_charts(world, owner, system_actor) -> None:
     assert '<div class="value" data-count="backlog">3</div>' in page  # none embedded yet
     assert "<svg" in page and "Agents&#x27; recall latency per hour" in page
     assert re.search(r"<td class=\"num\">10</td><td class=\"num\">[\d.]+ ms</td>", page)
-    assert "Alice" in re.search(r'<table id="top-entities">.*?</table>', page).group(0)
+    panel = _text(_client(owner).get("/t/acme/dashboard/top-entities", HTTP_HX_REQUEST="true"))
+    assert "<html" not in panel
+    assert "Alice" in re.search(r'<table id="top-entities">.*?</table>', panel).group(0)
     assert turn.pk
 
 
