@@ -98,6 +98,8 @@ def _pages(tenant: Any, fact: Any, deep_cursor: str, entity_id: int, key_id: int
         ("facts, search", lambda q: f"{base}facts/?q={q}"),
         ("fact", lambda q: f"{base}facts/{fact.pk}/"),
         ("recall playground", lambda q: f"{base}recall/?q={q}"),
+        ("recall: left out", lambda q: f"{base}recall/left-out?q={q}"),
+        ("recall: context block", lambda q: f"{base}recall/context?q={q}"),
         ("entities", lambda q: f"{base}entities/"),
         ("entity", lambda q: f"{base}entities/{entity_id}/"),
         ("retention", lambda q: f"{base}retention/"),

@@ -71,11 +71,28 @@ class RecallForm(forms.Form):
     )
 
 
+def _filters(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "scope": data["scope"] or None,
+        "kind": data["kind"] or None,
+        "category": data["category"] or None,
+        "min_trust": data["min_trust"],
+    }
+
+
+def _panel(view: TenantPage, request: HttpRequest, template: str, context: dict) -> HttpResponse:
+    """A part of the playground loaded after it (htmx), or on its own without htmx."""
+    if request.headers.get("HX-Request"):
+        return view.render(template, context)
+    return view.render("web/recall_panel.html", {**context, "panel": template})
+
+
 @tenant_page("recall/", name="recall", nav=gettext_lazy("Recall playground"), order=30)
 class RecallPlaygroundPage(TenantPage):
-    """Ranked results with each channel's score, what was left out and why, and the exact
-    context block an agent would read before its turn. A person looking is not a retrieval:
-    nothing here counts as one or fills the agents' cache."""
+    """Ranked results with each channel's score; what was left out and why, and the exact
+    context block an agent would read before its turn, each loaded right after (htmx), as they
+    ask recall again. A person looking is not a retrieval: nothing here counts as one or fills
+    the agents' cache."""
 
     def get(self, request: HttpRequest) -> HttpResponse:
         form = query_form(RecallForm, request.GET)
@@ -88,29 +105,13 @@ class RecallPlaygroundPage(TenantPage):
             return self.render("web/recall.html", context)
         tenant = self.tenant
         channels = data["channels"] or None
-        filters = {
-            "scope": data["scope"] or None,
-            "kind": data["kind"] or None,
-            "category": data["category"] or None,
-            "min_trust": data["min_trust"],
-        }
         result = recall_search(
-            tenant=tenant, query=query, k=data["k"] or 10, channels=channels, **filters
-        )
-        shown = {hit.fact.pk for hit in result.hits}
-        left_out = explain.recall_left_out(
-            tenant=tenant, query=query, shown=shown, channels=channels, **filters
-        )
-        block = context_build(
-            tenant=tenant,
-            query=query,
-            scope=filters["scope"],
-            session_id=data["session_id"] or None,
-            hot_restore=data["hot_restore"],
-            budget=data["budget"],
+            tenant=tenant, query=query, k=data["k"] or 10, channels=channels, **_filters(data)
         )
         floor = tenant.setting("min_trust") if data["min_trust"] is None else data["min_trust"]
         used = list(result.hits[0].channels) if result.hits else list(channels or CHANNELS)
+        query_string = request.GET.copy()
+        query_string["shown"] = ",".join(str(hit.fact.pk) for hit in result.hits)
         context |= {
             "query": query,
             "hits": result.hits,
@@ -118,13 +119,56 @@ class RecallPlaygroundPage(TenantPage):
             "weights": {c: tenant.setting(f"weight_{c}") for c in CHANNELS},
             "floor": floor,
             "timings": {k: round(v, 1) for k, v in result.timings_ms.items()},
-            "left_out": [
-                (entry, [(r.code, reason_text(r)) for r in entry.reasons]) for entry in left_out
-            ],
-            "context_block": block,
-            "block_timings": {k: round(v, 1) for k, v in block.timings_ms.items()},
+            "panel_query": query_string.urlencode(),
         }
         return self.render("web/recall.html", context)
+
+
+@tenant_page("recall/left-out", name="recall_left_out", section="recall")
+class RecallLeftOutPanel(TenantPage):
+    """What the query matches that recall did not return (`shown`: the ids it returned)."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = query_form(RecallForm, request.GET)
+        if not form.is_valid():
+            return self.render("web/_recall_left_out.html", {"left_out": []}, status=400)
+        data = form.cleaned_data
+        if not data["q"].strip():
+            return _panel(self, request, "web/_recall_left_out.html", {"left_out": []})
+        shown = {int(p) for p in request.GET.get("shown", "").split(",") if p.isdigit()}
+        left_out = explain.recall_left_out(
+            tenant=self.tenant,
+            query=data["q"].strip(),
+            shown=shown,
+            channels=data["channels"] or None,
+            **_filters(data),
+        )
+        rows = [(entry, [(r.code, reason_text(r)) for r in entry.reasons]) for entry in left_out]
+        return _panel(self, request, "web/_recall_left_out.html", {"left_out": rows})
+
+
+@tenant_page("recall/context", name="recall_context", section="recall")
+class RecallContextPanel(TenantPage):
+    """The exact block `context_build` gives an agent for this query (not cached, not counted)."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = query_form(RecallForm, request.GET)
+        if not form.is_valid():
+            return self.render("web/_recall_context.html", {}, status=400)
+        data = form.cleaned_data
+        if not data["q"].strip():
+            return _panel(self, request, "web/_recall_context.html", {})
+        block = context_build(
+            tenant=self.tenant,
+            query=data["q"].strip(),
+            scope=data["scope"] or None,
+            session_id=data["session_id"] or None,
+            hot_restore=data["hot_restore"],
+            budget=data["budget"],
+        )
+        timings = {k: round(v, 1) for k, v in block.timings_ms.items()}
+        context = {"context_block": block, "block_timings": timings}
+        return _panel(self, request, "web/_recall_context.html", context)
 
 
 def _word(code: str) -> str:

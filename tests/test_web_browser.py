@@ -351,7 +351,7 @@ def _urls(acme: dict, *, writes: bool) -> list[tuple[str, str]]:
     values["entity_id"] = fact_entities(tenant=acme["tenant"], fact_id=acme["fact"].pk)[0].pk
     found = []
     for spec in registered_pages():
-        if writes != hasattr(spec.view, "post") or (not writes and not hasattr(spec.view, "get")):
+        if not hasattr(spec.view, "post" if writes else "get"):
             continue
         names = set(re.findall(r"<(?:\w+:)?(\w+)>", spec.route))
         kwargs = {"tenant": "acme", **{n: values[n] for n in names}}

@@ -279,11 +279,24 @@ def test_the_playground_shows_channels_left_out_facts_and_the_context_block(
     results = re.search(r'<table id="recall-results">.*?</table>', page).group(0)
     assert "Alice drinks green tea at Acme" in results and 'data-channel="fts"' in results
     assert "Bob drinks" not in results and "Mondays" not in results
-    left = re.search(r'<table id="recall-left-out">.*?</table>', page).group(0)
+    # What was left out, and the context block, come right after the page (htmx).
+    panels = {
+        name: html.unescape(url)
+        for name, url in re.findall(r'<div id="([\w-]+)-panel" hx-get="([^"]+)"', page)
+    }
+    assert set(panels) == {"left-out", "context"}
+    client = _client(owner)
+    fragment = _text(client.get(panels["left-out"], headers={"HX-Request": "true"}))
+    assert "<html" not in fragment
+    left = re.search(r'<table id="recall-left-out">.*?</table>', fragment).group(0)
     assert re.search(r"Mondays.*?data-reason=\"trust\">trust 0.10 is below the floor 0.30", left)
     assert re.search(r"Bob drinks.*?data-reason=\"scope\">its scope “user:bob” is outside", left)
     assert re.search(r"Carol drinks.*?data-reason=\"status\">it is removed", left)
-    block = re.search(r'<pre id="context-block">(.*?)</pre>', page).group(1)
+    shown = re.search(r"shown=([\d,]+)", panels["left-out"]).group(1)
+    assert str(world.fact.pk) in shown.split(",")
+    alone = _text(client.get(panels["context"]))  # without htmx: a page of its own
+    assert "<html" in alone
+    block = re.search(r'<pre id="context-block">(.*?)</pre>', alone).group(1)
     # What context_build gives the agent: this scope's facts only.
     assert "Alice drinks green tea at Acme" in block and "Bob" not in block
 
