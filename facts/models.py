@@ -67,6 +67,12 @@ class Fact(TenantOwned):
             ),
             models.Index(fields=["tenant", "-created_at", "-id"], name="fact_tenant_created"),
             models.Index(fields=["tenant", "session_id", "position"], name="fact_tenant_session"),
+            # Level 2 of the context: a tenant's most important facts, read in this order.
+            models.Index(
+                fields=["tenant", "-importance", "-trust_score", "-helpful_count", "-created_at"],
+                name="fact_important",
+                condition=models.Q(status="active", kind="fact"),
+            ),
             # Facts still waiting for a vector of the configured model, found by model name.
             models.Index(
                 fields=["embedding_model", "tenant", "id"],

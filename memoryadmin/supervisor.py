@@ -337,7 +337,8 @@ class Supervisor:
             # Not fatal: /healthz keeps naming the embedder until it is fixed.
             self.say(f"  embedder: NOT working: {(result.stderr or result.stdout).strip()}")
         else:
-            self.say(f"  embedder: {result.stdout.strip()}")
+            for line in result.stdout.strip().splitlines():
+                self.say(f"  embedder: {line}")
 
     def _wait_until_healthy(self) -> None:
         deadline = time.monotonic() + self.options.ready_timeout

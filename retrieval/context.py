@@ -198,18 +198,13 @@ def context_cached(
         if block is None:
             block = context_build(tenant=tenant, **arguments)
             cache.set(key, block, ttl)
-    _record_retrievals(tenant, block.fact_ids)
+    retrievals_record(tenant=tenant, fact_ids=block.fact_ids)
     # What the agent waited for, cache hits included (the dashboard's latency chart).
     recall_latency_note(tenant=tenant, ms=(time.perf_counter() - started) * 1000)
     return block
 
 
 def retrievals_record(*, tenant: Tenant, fact_ids: list[int]) -> None:
-    """Count that an agent was shown these facts (off the read path, like context_cached)."""
-    _record_retrievals(tenant, fact_ids)
-
-
-def _record_retrievals(tenant: Tenant, fact_ids: list[int]) -> None:
     """Count what agents were shown, off the read path: a task does the UPDATE."""
     if not fact_ids:
         return

@@ -7,12 +7,17 @@ own tokenizers, unlike counting characters or words.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from django.conf import settings
 
 from retrieval.embedders import get_embedder
 
 
+@lru_cache(maxsize=16384)
 def count_tokens(text: str) -> int:
+    """Tokens in `text`. Remembered: an agent's context repeats the same lines turn after turn,
+    and counting one costs about as much as a database round trip."""
     if not text:
         return 0
     e5 = get_embedder("e5", settings.MNEMOSYNE_MODEL_DIR)

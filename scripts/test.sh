@@ -10,7 +10,9 @@ say "ruff: lint and format check"
 "$VENV/bin/ruff" format --check --quiet .
 say "pytest"
 set +e
-"$VENV/bin/python" -m pytest "$@"
+# Temporary folders of this checkout's own: pytest prunes old runs' folders under /tmp, which
+# would pull the ground from under another checkout's run (and its embedded databases).
+"$VENV/bin/python" -m pytest --basetemp="$ROOT/.mnemosyne-test/tmp" "$@"
 code=$?
 set -e
 if [ "$code" = 5 ]; then

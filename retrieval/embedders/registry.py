@@ -55,9 +55,16 @@ def get_embedder(spec: str, cache_dir: Path, *, threads: int | None = None) -> E
     A lock per spec lets two threads asking for the same model wait for one load instead of
     loading it twice; a failed load is not remembered, so it is retried on the next call.
     """
-    key = (spec.strip(), str(Path(cache_dir).resolve()), threads)
+    fast = (spec, str(cache_dir), threads)
+    found = _cache.get(fast)  # the hot path: no lock, no file system
+    if found is not None:
+        return found
+    # "default" and "e5" are one model: one load, one copy in memory.
+    canonical = DEFAULT_SPEC if spec.strip() == "default" else spec.strip()
+    key = (canonical, str(Path(cache_dir).resolve()), threads)
     with _registry_lock:
         if key in _cache:
+            _cache[fast] = _cache[key]
             return _cache[key]
         lock = _key_locks.setdefault(key, threading.Lock())
     with lock:
@@ -65,6 +72,7 @@ def get_embedder(spec: str, cache_dir: Path, *, threads: int | None = None) -> E
             embedder = embedder_from_spec(spec, cache_dir=Path(cache_dir), threads=threads)
             with _registry_lock:
                 _cache[key] = embedder
+        _cache[fast] = _cache[key]
         return _cache[key]
 
 
