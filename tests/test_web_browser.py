@@ -133,6 +133,7 @@ def test_a_team_admin_sets_up_a_tenant_and_works_with_its_memory(
 
     # A tenant (sam is a superuser).
     expect(page.locator("h1")).to_have_text("Your tenants")
+    admin.shot("tenants")
     page.fill("#id_slug", "Not a slug!")
     page.fill("#id_name", "Research")
     page.click("#tenant-form button")
@@ -184,6 +185,8 @@ def test_a_team_admin_sets_up_a_tenant_and_works_with_its_memory(
         page.fill("#id_content", content)
         page.fill("#id_scope", scope)
         page.select_option("#id_category", category)
+        if scope == "user:alice":
+            admin.shot("fact-new")
         page.click("#fact-form button")
         expect(page.locator(".messages")).to_contain_text("Fact stored.")
     api = admin.context.request
