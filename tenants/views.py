@@ -129,10 +129,23 @@ class MemberAddAction(WriteAction):
         return _members_page(self, form, status=400)
 
 
+def _is_self(request: HttpRequest, member: Any) -> bool:
+    return member.user_id == request.user.pk
+
+
+def _refuse_self(view: TenantPage, request: HttpRequest) -> HttpResponse:
+    """An admin does not demote or remove themselves by a slip of the mouse (they could lock
+    the tenant out of its last admin); another admin can."""
+    messages.error(request, _("You cannot change your own membership here; another admin can."))
+    return redirect(view.url("members"))
+
+
 @tenant_page("members/<username:username>/role", name="member_role", section="members")
 class MemberRoleAction(WriteAction):
     def post(self, request: HttpRequest, username: str) -> HttpResponse:
         member = selectors.membership_get(tenant=self.tenant, username=username)  # 404
+        if _is_self(request, member):
+            return _refuse_self(self, request)
         form = RoleForm(request.POST)
         if not form.is_valid():
             messages.error(request, _("Choose admin or auditor."))
@@ -151,6 +164,8 @@ class MemberRoleAction(WriteAction):
 class MemberRemoveAction(WriteAction):
     def post(self, request: HttpRequest, username: str) -> HttpResponse:
         member = selectors.membership_get(tenant=self.tenant, username=username)  # 404
+        if _is_self(request, member):
+            return _refuse_self(self, request)
         services.membership_remove(tenant=self.tenant, user=member.user, actor=self.actor)
         messages.success(request, _("%(name)s is no longer a member.") % {"name": username})
         return redirect(self.url("members"))

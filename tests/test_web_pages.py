@@ -503,3 +503,17 @@ def test_recall_latencies_of_agents_reach_the_dashboard(
     assert series[-1].count == 3 and series[-1].p50_ms is not None
     page = _text(_client(owner).get("/t/acme/"))
     assert re.search(r'<td class="num">3</td><td class="num">[\d.]+ ms</td>', page)
+
+
+def test_an_admin_cannot_demote_or_remove_themselves(world, owner) -> None:
+    from tenants.selectors import membership_role
+
+    client = _client(owner)
+    page = _text(client.get("/t/acme/members/"))
+    own_row = re.search(r'<tr data-member="olivia">.*?</tr>', page).group(0)
+    assert "<form" not in own_row and "you" in own_row
+    for url, body in (("/t/acme/members/olivia/role", {"role": "auditor"}),
+                      ("/t/acme/members/olivia/remove", {})):  # fmt: skip
+        refused = _text(client.post(url, body, follow=True))
+        assert "You cannot change your own membership here" in refused
+    assert membership_role(tenant=world.tenant, user=owner) == "admin"
