@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -18,8 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from facts import selectors, services
+from facts.audit_export import audit_csv_rows, audit_jsonl_rows
 from facts.models import Category, EntityType, Fact, Kind, Status
-from facts.selectors import AUDIT_SOURCES, MAX_ID, MAX_PAGE, AuditEvent, audit_actions
+from facts.selectors import AUDIT_SOURCES, MAX_ID, MAX_PAGE, audit_actions
 from memoryadmin.api.base import Need, TenantViewSet, page
 from memoryadmin.api.parsers import JSONLinesParser, JSONLParser
 from tenants.services import audit_export_record
@@ -605,45 +602,6 @@ def _audit_filters(query: dict[str, Any]) -> dict[str, Any]:
     return {k: query.get(k) for k in ("source", "action", "actor", "fact_id", "since", "until")}
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _cell(value: Any) -> str:
-    """A CSV cell a spreadsheet will not run: text that looks like a formula gets a quote."""
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return f"'{text}" if text.startswith(_FORMULA_START) else text
-
-
-_CSV_COLUMNS = ("source", "id", "at", "action", "actor", "fact_id", "target", "before", "after")
-
-
-def _csv_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(_CSV_COLUMNS)
-    for event in events:
-        writer.writerow(
-            [
-                event.source, event.id, event.at.isoformat(), _cell(event.action),
-                _cell(event.actor), "" if event.fact_id is None else event.fact_id,
-                _cell(event.target), _cell(event.before), _cell(event.after),
-            ]
-        )  # fmt: skip
-        if buffer.tell() > 64 * 1024:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
-
-
-def _jsonl_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
-    for event in events:
-        row = vars(event) | {"at": event.at.isoformat()}
-        yield json.dumps(row, ensure_ascii=False) + "\n"
-
-
 class AuditViewSet(TenantViewSet):
     @extend_schema(
         summary="The audit log: every change to facts and to the tenant, newest first",
@@ -700,7 +658,7 @@ class AuditViewSet(TenantViewSet):
             filters={k: str(v) for k, v in filters.items() if v is not None},
         )
         events = selectors.audit_event_iter(tenant=self.tenant, **filters)
-        rows = _csv_rows(events) if fmt == "csv" else _jsonl_rows(events)
+        rows = audit_csv_rows(events) if fmt == "csv" else audit_jsonl_rows(events)
         stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
         response = StreamingHttpResponse(
             rows,

@@ -7,7 +7,7 @@ import binascii
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
@@ -269,11 +269,21 @@ def entity_list(
         rows = list(
             Entity.objects.for_tenant(tenant)
             .filter(filters)
-            .annotate(fact_count=_active_fact_count(tenant))
             .order_by("normalized", "id")[: limit + 1]
         )
-    more = len(rows) > limit
-    rows = rows[:limit]
+        more = len(rows) > limit
+        rows = rows[:limit]
+        # One grouped count for the page: a subquery per entity would read a popular entity's
+        # links one by one (seconds with 100,000 facts); one join reads them all at once.
+        counts = dict(
+            FactEntity.objects.for_tenant(tenant)
+            .filter(entity_id__in=[e.pk for e in rows], fact__status=Status.ACTIVE)
+            .order_by()
+            .values_list("entity_id")
+            .annotate(n=Count("*"))
+        ) if rows else {}  # fmt: skip
+    for entity in rows:
+        entity.fact_count = counts.get(entity.pk, 0)
     last = rows[-1] if rows else None
     return EntityPage(
         entities=rows,
@@ -520,3 +530,159 @@ def retention_preview(
         purge=0 if hold else counts["purge"],
         policy=values | {"updated_at": policy.updated_at},
     )
+
+
+# -- the web admin's dashboard and fact page ----------------------------------------------------
+
+
+TRUST_BANDS = 10
+
+
+@dataclass(frozen=True)
+class FactCounts:
+    facts: int  # active curated facts
+    turns: int  # active conversation turns
+    archived: int
+    removed: int
+    superseded: int
+    unembedded: int  # active facts without a vector of `embedding_model` (the backlog)
+    # Active facts per trust band: [0, 0.1), [0.1, 0.2), ... [0.9, 1.0] (1.0 in the last).
+    trust_bands: list[int]
+
+
+def fact_counts(*, tenant: Tenant, embedding_model: str | None) -> FactCounts:
+    """How many facts the tenant has in each state, and the active ones by trust, in one pass
+    over its facts.
+
+    `embedding_model` is the model new vectors are made with; active facts whose newest vector
+    is of another model (or that have none) are the embedding backlog. None: no model yet, so
+    every active fact waits."""
+    active = Q(status=Status.ACTIVE)
+    waiting = active & ~Q(embedding_model=embedding_model) if embedding_model else active
+    bands = {}
+    for band in range(TRUST_BANDS):
+        low, high = band / TRUST_BANDS, (band + 1) / TRUST_BANDS
+        upper = Q(trust_score__lte=high) if band == TRUST_BANDS - 1 else Q(trust_score__lt=high)
+        bands[f"band{band}"] = Count("pk", filter=active & Q(trust_score__gte=low) & upper)
+    with tenant_scope(tenant):
+        found = Fact.objects.for_tenant(tenant).aggregate(
+            facts=Count("pk", filter=active & Q(kind=Kind.FACT)),
+            turns=Count("pk", filter=active & Q(kind=Kind.TURN)),
+            archived=Count("pk", filter=Q(status=Status.ARCHIVED)),
+            removed=Count("pk", filter=Q(status=Status.REMOVED)),
+            superseded=Count("pk", filter=Q(status=Status.SUPERSEDED)),
+            unembedded=Count("pk", filter=waiting),
+            **bands,
+        )
+    trust = [found.pop(f"band{band}") for band in range(TRUST_BANDS)]
+    return FactCounts(**found, trust_bands=trust)
+
+
+def entity_count(*, tenant: Tenant) -> int:
+    with tenant_scope(tenant):
+        return Entity.objects.for_tenant(tenant).count()
+
+
+def conflict_open_count(*, tenant: Tenant) -> int:
+    from facts.models import Conflict, ConflictStatus
+
+    with tenant_scope(tenant):
+        return Conflict.objects.for_tenant(tenant).filter(status=ConflictStatus.OPEN).count()
+
+
+@dataclass(frozen=True)
+class DayCount:
+    day: date
+    facts: int
+    turns: int
+
+
+def fact_added_per_day(
+    *, tenant: Tenant, days: int = 30, now: datetime | None = None
+) -> list[DayCount]:
+    """Facts and turns stored per day (UTC) over the last `days` days, today included; days
+    without any are there with zeros."""
+    from django.db.models.functions import TruncDate
+
+    today = (now or timezone.now()).astimezone(UTC).date()
+    first = today - timedelta(days=days - 1)
+    since = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    with tenant_scope(tenant):
+        rows = (
+            Fact.objects.for_tenant(tenant)
+            .filter(created_at__gte=since)
+            .annotate(day=TruncDate("created_at", tzinfo=UTC))
+            .values_list("day", "kind")
+            .annotate(n=Count("pk"))
+            .order_by()
+        )
+        counted = {(day, kind): n for day, kind, n in rows}
+    return [
+        DayCount(
+            day=first + timedelta(days=offset),
+            facts=counted.get((first + timedelta(days=offset), Kind.FACT), 0),
+            turns=counted.get((first + timedelta(days=offset), Kind.TURN), 0),
+        )
+        for offset in range(days)
+    ]
+
+
+def entity_top(*, tenant: Tenant, limit: int = 10) -> list[tuple[Entity, int]]:
+    """The entities most active facts mention, with that count."""
+    with tenant_scope(tenant):
+        counts = list(
+            FactEntity.objects.for_tenant(tenant)
+            .filter(fact__status=Status.ACTIVE)
+            .values_list("entity_id")
+            .annotate(n=Count("*"))
+            .order_by("-n", "entity_id")[:limit]
+        )
+        entities = Entity.objects.for_tenant(tenant).in_bulk([ident for ident, _ in counts])
+    return [(entities[ident], n) for ident, n in counts if ident in entities]
+
+
+def fact_feedback_list(*, tenant: Tenant, fact_id: Any, limit: int = 100) -> list[Any]:
+    """The fact's feedback, newest first."""
+    from facts.models import Feedback
+
+    with tenant_scope(tenant):
+        return list(
+            Feedback.objects.for_tenant(tenant)
+            .filter(fact_id=_fact_id(fact_id))
+            .order_by("-at", "-id")[:limit]
+        )
+
+
+def fact_conflicts(*, tenant: Tenant, fact_id: Any) -> list[Any]:
+    """The conflicts the fact is part of (either side), newest first, both facts loaded."""
+    from facts.models import Conflict
+
+    ident = _fact_id(fact_id)
+    with tenant_scope(tenant):
+        return list(
+            Conflict.objects.for_tenant(tenant)
+            .filter(Q(fact_a_id=ident) | Q(fact_b_id=ident))
+            .select_related("fact_a", "fact_b")
+            .defer("fact_a__search_vector", "fact_b__search_vector")
+            .order_by("-detected_at", "-id")
+        )
+
+
+@dataclass(frozen=True)
+class TrustPoint:
+    at: datetime
+    trust: float
+    action: str
+    actor: str
+
+
+def fact_trust_history(events: list[FactEvent]) -> list[TrustPoint]:
+    """The fact's trust over time, from its audit events (oldest first): where it started and
+    every change (feedback, updates)."""
+    points = []
+    for event in events:
+        after = event.after if isinstance(event.after, dict) else {}
+        value = after.get("trust_score")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            points.append(TrustPoint(event.at, float(value), event.action, event.actor))
+    return points

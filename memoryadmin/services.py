@@ -1,4 +1,4 @@
-"""Writes of the project app: service heartbeats and the first administrator."""
+"""Writes of the project app: service heartbeats, the first administrator, preferences."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import secrets
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from memoryadmin.models import ServiceHeartbeat
+from tenants.errors import InvalidInput
 
 
 def heartbeat_record(*, name: str) -> None:
@@ -38,3 +40,23 @@ def admin_ensure_first(
         username=username, email=email, password=password or generated
     )
     return CreatedAdmin(username=username, password=generated)
+
+
+def user_language_set(*, user: AbstractBaseUser, language: str) -> str:
+    """Keep the person's language for the web admin ("" follows the browser)."""
+    from django.conf import settings
+
+    from memoryadmin.models import UserPreference
+
+    if language and language not in dict(settings.LANGUAGES):
+        codes = ", ".join(code for code, _ in settings.LANGUAGES)
+        raise InvalidInput("language", f"must be one of {codes}, or empty for the browser's")
+    UserPreference.objects.update_or_create(user=user, defaults={"language": language})
+    return language
+
+
+def user_language_get(*, user: AbstractBaseUser) -> str:
+    from memoryadmin.models import UserPreference
+
+    preference = UserPreference.objects.filter(user=user).first()
+    return preference.language if preference else ""

@@ -122,6 +122,12 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+# The web admin's translations (compiled .mo files are committed: no gettext tools needed).
+LOCALE_PATHS = [BASE_DIR / "memoryadmin" / "locale"]
+# The web admin keeps a person's language in this cookie (and in their preferences, applied
+# when they sign in); without it the browser's Accept-Language decides.
+LANGUAGE_COOKIE_AGE = 365 * 86400
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -132,7 +138,9 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # filled by collectstatic in pro
 # Serve static files straight from the apps, so a fresh clone needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "web:login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "web:login"
 
 # -- REST API ---------------------------------------------------------------------------------
 # Limits: request bodies (JSON Lines imports may be larger), and requests per API key, per

@@ -7,10 +7,11 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("", include("memoryadmin.web.urls")),
     path("", include("memoryadmin.api.urls")),
 ]
 
-# JSON answers for unknown /api/ URLs; the usual pages elsewhere.
+# JSON answers for unknown /api/ URLs; the web admin's own pages elsewhere.
 handler400 = "memoryadmin.api.errors.bad_request"
 handler403 = "memoryadmin.api.errors.forbidden"
 handler404 = "memoryadmin.api.errors.not_found"

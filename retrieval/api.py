@@ -11,6 +11,7 @@ from facts.api import FactOut
 from facts.models import Category, Kind
 from memoryadmin.api.base import Need, TenantViewSet
 from retrieval.context import context_cached, retrievals_record
+from retrieval.latency import recall_latency_note
 from retrieval.search import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_search
 
 
@@ -141,6 +142,7 @@ class RecallViewSet(TenantViewSet):
             hits.append(row)
         if self.access.is_key:  # an agent was shown these; a person looking is not a retrieval
             retrievals_record(tenant=self.tenant, fact_ids=[h.fact.pk for h in result.hits])
+            recall_latency_note(tenant=self.tenant, ms=result.timings_ms["total"])
         timings = {name: round(ms, 3) for name, ms in result.timings_ms.items()}
         return Response({"results": hits, "timings_ms": timings})
 

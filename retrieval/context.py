@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from facts.models import Fact, Kind, Status
+from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
 from tenants.errors import InvalidInput
@@ -179,6 +180,7 @@ def context_cached(
     process) makes the old entries unreachable at once, and the tenant's effective settings, so
     a changed weight or budget (or a caller's per-profile override) never reads another's block.
     """
+    started = time.perf_counter()
     ttl = int(tenant.setting("prefetch_ttl_s"))
     arguments = dict(
         query=query,
@@ -190,7 +192,9 @@ def context_cached(
         exclude=tuple(sorted(set(exclude))),
     )
     if ttl <= 0:
-        return context_build(tenant=tenant, **arguments)
+        block = context_build(tenant=tenant, **arguments)
+        recall_latency_note(tenant=tenant, ms=(time.perf_counter() - started) * 1000)
+        return block
     with tenant_scope(tenant) as tenant_id:
         generation = _generation(tenant_id)
         keyed = sorted(arguments.items()) + sorted(tenant.effective_settings.items())
@@ -201,6 +205,8 @@ def context_cached(
             block = context_build(tenant=tenant, **arguments)
             cache.set(key, block, ttl)
     retrievals_record(tenant=tenant, fact_ids=block.fact_ids)
+    # What the agent waited for, cache hits included (the dashboard's latency chart).
+    recall_latency_note(tenant=tenant, ms=(time.perf_counter() - started) * 1000)
     return block
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from tenants.models import TenantOwned
@@ -64,3 +65,18 @@ class VectorModel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.dimension}, {self.state})"
+
+
+class RecallLatency(TenantOwned):
+    """How long agents' recalls took, per tenant and hour: a count per latency bucket (the
+    bucket bounds are `retrieval.latency.BUCKETS_MS`), enough for p50/p95 over time at the cost
+    of one row per tenant and hour, written off the read path (see `retrieval.latency`)."""
+
+    hour = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+    buckets = ArrayField(models.PositiveIntegerField())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "hour"], name="recalllatency_tenant_hour")
+        ]

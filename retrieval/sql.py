@@ -238,3 +238,28 @@ def entity_candidates(
             ],
         )
         return [(row[0], float(row[1])) for row in cursor.fetchall()], sum(weights.values())
+
+
+def inactive_matches(*, tenant_id: int, latin: str, han: str, limit: int) -> list[int]:
+    """Ids of facts that are not active (archived, removed, superseded) and share a word with
+    the query, the best matches first: what recall leaves out because of their status.
+
+    Such facts are few next to the active ones, so the status index finds them and the match
+    is checked on each; the work is bounded by how many inactive facts the tenant has."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT array_agg(DISTINCT lexeme) FROM unnest("
+            "to_tsvector('english', %s) || to_tsvector('simple', %s))",
+            [latin, han],
+        )
+        lexemes = cursor.fetchone()[0] or []
+        if not lexemes:
+            return []
+        match = tsquery_any([[lexeme] for lexeme in lexemes])
+        cursor.execute(
+            "SELECT f.id FROM facts_fact f WHERE f.tenant_id = %s AND f.status <> 'active' "
+            "AND f.search_vector @@ %s::tsquery "
+            "ORDER BY ts_rank(f.search_vector, %s::tsquery) DESC, f.id DESC LIMIT %s",
+            [tenant_id, match, match, limit],
+        )
+        return [row[0] for row in cursor.fetchall()]

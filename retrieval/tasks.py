@@ -22,3 +22,19 @@ def retrieval_refresh_corpus_stats(tenant_id: int) -> int:
         return corpus.documents if corpus else 0
     finally:
         cache.delete(f"mnemosyne:{tenant_id}:corpus-refresh")
+
+
+@shared_task(name="retrieval.tasks.retrieval_store_latencies", ignore_result=True)
+def retrieval_store_latencies(rows: list[list[object]]) -> int:
+    """Add recall latency histograms `[tenant_id, hour (ISO), counts]` to their rows."""
+    from datetime import datetime
+
+    from retrieval.latency import recall_latency_add
+
+    stored = 0
+    for tenant_id, hour, counts in rows:
+        tenant = Tenant.objects.filter(pk=tenant_id).first()
+        if tenant is not None:  # a tenant deleted since has nothing to chart
+            recall_latency_add(tenant=tenant, hour=datetime.fromisoformat(str(hour)), counts=counts)
+            stored += 1
+    return stored

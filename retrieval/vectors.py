@@ -281,3 +281,10 @@ def vector_switch_progress() -> SwitchProgress:
         total = active.count()
         done = active.filter(embedding_model=target).count() if target else 0
     return SwitchProgress(rows.get(VectorState.SERVING), rows.get(VectorState.FILLING), total, done)
+
+
+def embedding_target_model() -> str | None:
+    """The model new vectors are made with (the filling one during a switch), or None before
+    any model was registered: the model a fact must have a vector of to be off the backlog."""
+    rows = {m.state: m.name for m in VectorModel.objects.exclude(state=VectorState.RETIRED)}
+    return rows.get(VectorState.FILLING) or rows.get(VectorState.SERVING)

@@ -452,7 +452,8 @@ def _grow(world: World, system_actor, n: int) -> None:
     ("name", "call", "limit"),
     [
         ("facts", lambda c: c.get("/api/v1/facts?limit=100"), 10),
-        ("entities", lambda c: c.get("/api/v1/entities?limit=100"), 10),
+        # The page, then one grouped count of active facts for the whole page.
+        ("entities", lambda c: c.get("/api/v1/entities?limit=100"), 11),
         ("entity facts", lambda c: c.get("/api/v1/entities/{entity}/facts?limit=100"), 15),
         ("audit", lambda c: c.get("/api/v1/audit?limit=100"), 11),
         ("recall", lambda c: _json(c, "POST", "/api/v1/recall",

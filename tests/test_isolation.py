@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.utils import DatabaseError, ProgrammingError
+from django.utils import timezone
 
 from facts import selectors, services
 from facts.embedding import facts_embed_batch
 from facts.models import Conflict, Entity, Fact, FactEntity, FactEvent, FactVector, Feedback
-from retrieval.models import CorpusStats, LexemeStat
+from retrieval.latency import BUCKET_COUNT, recall_latency_add
+from retrieval.models import CorpusStats, LexemeStat, RecallLatency
 from retrieval.search import recall_search
 from tenants.errors import NotFound
 from tenants.models import ApiKey, Membership, RetentionPolicy, TenantEvent
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 SCOPED_MODELS = [
     Fact, FactVector, Entity, FactEntity, Feedback, FactEvent, Conflict,
-    Membership, ApiKey, RetentionPolicy, TenantEvent, CorpusStats, LexemeStat,
+    Membership, ApiKey, RetentionPolicy, TenantEvent, CorpusStats, LexemeStat, RecallLatency,
 ]  # fmt: skip
 
 
@@ -38,6 +40,7 @@ def two_tenants(tenant, other_tenant, owner, outsider, system_actor, settings):
         apikey_create(tenant=t, name="hermes", actor=system_actor)
         facts_embed_batch(tenant=t)
         recall_search(tenant=t, query="Alice")  # computes the tenant's full-text statistics
+        recall_latency_add(tenant=t, hour=timezone.now(), counts=[1] * BUCKET_COUNT)
     return tenant, other_tenant
 
 

@@ -1,0 +1,49 @@
+"""The audit log as files: CSV (safe to open in a spreadsheet) and JSON Lines."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from facts.selectors import AuditEvent
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> str:
+    """A CSV cell a spreadsheet will not run: text that looks like a formula gets a quote."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return f"'{text}" if text.startswith(_FORMULA_START) else text
+
+
+_CSV_COLUMNS = ("source", "id", "at", "action", "actor", "fact_id", "target", "before", "after")
+
+
+def audit_csv_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(_CSV_COLUMNS)
+    for event in events:
+        writer.writerow(
+            [
+                event.source, event.id, event.at.isoformat(), _cell(event.action),
+                _cell(event.actor), "" if event.fact_id is None else event.fact_id,
+                _cell(event.target), _cell(event.before), _cell(event.after),
+            ]
+        )  # fmt: skip
+        if buffer.tell() > 64 * 1024:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def audit_jsonl_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
+    for event in events:
+        row = vars(event) | {"at": event.at.isoformat()}
+        yield json.dumps(row, ensure_ascii=False) + "\n"

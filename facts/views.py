@@ -1,0 +1,370 @@
+"""Web admin pages of facts, entities and the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from facts import selectors, services
+from facts.audit_export import audit_csv_rows
+from facts.forms import (
+    AuditFilterForm,
+    EntityFilterForm,
+    FactAddForm,
+    FactEditForm,
+    FactFilterForm,
+    PurgeForm,
+    day_end,
+    day_start,
+)
+from facts.models import Fact, Status
+from memoryadmin.web.forms import apply_errors, query_form
+from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page
+from retrieval.search import recall_search
+from tenants.errors import InvalidInput, NotFound
+from tenants.services import audit_export_record
+
+PAGE_SIZE = 50
+SEARCH_RESULTS = 50
+
+
+@tenant_page("facts/", name="facts", nav=gettext_lazy("Facts"), order=20)
+class FactListPage(TenantPage):
+    """Browse with filters (keyset pages, newest first), or search with the agents' recall."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = query_form(FactFilterForm, request.GET)
+        if not form.is_valid():
+            return self.render("web/facts/list.html", {"form": form, "facts": []}, status=400)
+        data = form.cleaned_data
+        if data["q"].strip():
+            return self._search(form)
+        page = selectors.fact_list(
+            tenant=self.tenant,
+            scope_prefix=data["scope"] or None,
+            category=data["category"] or None,
+            kind=data["kind"] or None,
+            status=form.status_filter(),
+            trust_min=data["trust_min"],
+            trust_max=data["trust_max"],
+            created_after=day_start(data["created_after"]),
+            created_before=day_end(data["created_before"]),
+            limit=PAGE_SIZE,
+            cursor=data["cursor"] or None,
+        )
+        return self.render(
+            "web/facts/list.html",
+            {
+                "form": form,
+                "facts": [(fact, None) for fact in page.facts],
+                "next_cursor": page.next_cursor,
+                "paged": bool(data["cursor"]),
+            },
+        )
+
+    def _search(self, form: FactFilterForm) -> HttpResponse:
+        """The same hybrid recall agents use. It ranks active facts only; the trust range
+        floor is its min_trust (0 when none is given: people look for doubtful facts too)."""
+        data = form.cleaned_data
+        result = recall_search(
+            tenant=self.tenant,
+            query=data["q"],
+            k=SEARCH_RESULTS,
+            scope=data["scope"] or None,
+            kind=data["kind"] or None,
+            category=data["category"] or None,
+            min_trust=data["trust_min"] if data["trust_min"] is not None else 0.0,
+        )
+        after, before = day_start(data["created_after"]), day_end(data["created_before"])
+        hits = [
+            hit
+            for hit in result.hits
+            if (data["trust_max"] is None or hit.fact.trust_score <= data["trust_max"])
+            and (after is None or hit.fact.created_at >= after)
+            and (before is None or hit.fact.created_at < before)
+        ]
+        return self.render(
+            "web/facts/list.html",
+            {
+                "form": form,
+                "searching": True,
+                "status_ignored": form.status_filter() != Status.ACTIVE,
+                "facts": [(hit.fact, hit) for hit in hits],
+                "timings": result.timings_ms,
+            },
+        )
+
+
+@tenant_page("facts/new/", name="fact_new", section="facts")
+class FactNewPage(TenantPage):
+    need_get = Need.WRITE
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return self.render("web/facts/new.html", {"form": FactAddForm()})
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = FactAddForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                added = services.fact_add(
+                    tenant=self.tenant,
+                    content=data["content"],
+                    scope=data["scope"],
+                    category=data["category"],
+                    tags=data["tags"],
+                    actor=self.actor,
+                )
+            except InvalidInput as error:
+                apply_errors(form, error)
+            else:
+                text = {
+                    "added": _("Fact stored."),
+                    "exists": _("The same fact was there already: nothing changed."),
+                    "restored": _("This fact had been removed or archived: it is back."),
+                }[added.status]
+                messages.success(request, text)
+                return redirect(self.url("fact", fact_id=added.fact.pk))
+        return self.render("web/facts/new.html", {"form": form}, status=400)
+
+
+def _edit_form(fact: Fact) -> FactEditForm:
+    return FactEditForm(
+        initial={
+            "content": fact.content,
+            "scope": fact.scope,
+            "category": fact.category,
+            "tags": ", ".join(fact.tags),
+        }
+    )
+
+
+def _fact_page(view: TenantPage, fact_id: int, status: int = 200, **forms: Any) -> HttpResponse:
+    """Everything about one fact; a purged fact still shows its history. The actions render
+    it too, with their form's errors."""
+    tenant = view.tenant
+    try:
+        fact: Fact | None = selectors.fact_get(tenant=tenant, fact_id=fact_id)
+    except NotFound:
+        fact = None  # purged: its audit history is all that is left (or it never was)
+    try:
+        history = selectors.fact_history(tenant=tenant, fact_id=fact_id)
+    except NotFound:
+        if fact is None:
+            raise
+        history = []  # loaded in bulk without events (a benchmark's facts, say)
+    context: dict[str, Any] = {
+        "fact": fact,
+        "fact_id": fact_id,
+        "history": history,
+        "trust_history": selectors.fact_trust_history(history),
+    }
+    if fact is not None:
+        context |= {
+            "entities": selectors.fact_entities(tenant=tenant, fact_id=fact_id),
+            "feedback": selectors.fact_feedback_list(tenant=tenant, fact_id=fact_id),
+            "conflicts": selectors.fact_conflicts(tenant=tenant, fact_id=fact_id),
+            "vectors": selectors.fact_vectors(tenant=tenant, fact_id=fact_id),
+        }
+        if view.access.can_write:
+            context["edit_form"] = forms.get("edit_form") or _edit_form(fact)
+            context["purge_form"] = forms.get("purge_form") or PurgeForm()
+    return view.render("web/facts/detail.html", context, status=status)
+
+
+@tenant_page("facts/<id:fact_id>/", name="fact", section="facts")
+class FactPage(TenantPage):
+    def get(self, request: HttpRequest, fact_id: int) -> HttpResponse:
+        return _fact_page(self, fact_id)
+
+
+class _FactAction(WriteAction):
+    def done(self, fact_id: int, text: str) -> HttpResponse:
+        messages.success(self.request, text)
+        return redirect(self.url("fact", fact_id=fact_id))
+
+    def refused(self, fact_id: int, error: InvalidInput) -> HttpResponse:
+        messages.error(self.request, error.message)
+        return redirect(self.url("fact", fact_id=fact_id))
+
+
+@tenant_page("facts/<id:fact_id>/edit", name="fact_edit", section="facts")
+class FactEditAction(_FactAction):
+    def post(self, request: HttpRequest, fact_id: int) -> HttpResponse:
+        form = FactEditForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                services.fact_update(
+                    tenant=self.tenant,
+                    fact_id=fact_id,
+                    actor=self.actor,
+                    content=data["content"],
+                    scope=data["scope"],
+                    category=data["category"],
+                    tags=data["tags"],
+                )
+            except InvalidInput as error:
+                apply_errors(form, error)
+            else:
+                return self.done(fact_id, _("Fact changed."))
+        return _fact_page(self, fact_id, status=400, edit_form=form)
+
+
+@tenant_page("facts/<id:fact_id>/feedback", name="fact_feedback", section="facts")
+class FactFeedbackAction(_FactAction):
+    def post(self, request: HttpRequest, fact_id: int) -> HttpResponse:
+        helpful = request.POST.get("helpful")
+        if helpful not in ("true", "false"):
+            return self.refused(fact_id, InvalidInput("helpful", _("Say helpful or unhelpful.")))
+        result = services.fact_feedback(
+            tenant=self.tenant, fact_id=fact_id, helpful=helpful == "true", actor=self.actor
+        )
+        text = _("Feedback recorded: trust %(old).2f → %(new).2f.") % {
+            "old": result.old_trust,
+            "new": result.new_trust,
+        }
+        return self.done(fact_id, text)
+
+
+@tenant_page("facts/<id:fact_id>/remove", name="fact_remove", section="facts")
+class FactRemoveAction(_FactAction):
+    def post(self, request: HttpRequest, fact_id: int) -> HttpResponse:
+        try:
+            services.fact_remove(tenant=self.tenant, fact_id=fact_id, actor=self.actor)
+        except InvalidInput as error:
+            return self.refused(fact_id, error)
+        return self.done(fact_id, _("Fact removed: recall leaves it out. It can be restored."))
+
+
+@tenant_page("facts/<id:fact_id>/restore", name="fact_restore", section="facts")
+class FactRestoreAction(_FactAction):
+    def post(self, request: HttpRequest, fact_id: int) -> HttpResponse:
+        try:
+            services.fact_restore(tenant=self.tenant, fact_id=fact_id, actor=self.actor)
+        except InvalidInput as error:
+            return self.refused(fact_id, error)
+        return self.done(fact_id, _("Fact restored: recall finds it again."))
+
+
+@tenant_page("facts/<id:fact_id>/purge", name="fact_purge", section="facts")
+class FactPurgeAction(_FactAction):
+    def post(self, request: HttpRequest, fact_id: int) -> HttpResponse:
+        form = PurgeForm(request.POST)
+        if form.is_valid():
+            try:
+                services.fact_purge(
+                    tenant=self.tenant,
+                    fact_id=fact_id,
+                    actor=self.actor,
+                    reason=form.cleaned_data["reason"],
+                )
+            except InvalidInput as error:
+                apply_errors(form, error)
+            else:
+                return self.done(fact_id, _("Fact purged: deleted for good; its history stays."))
+        return _fact_page(self, fact_id, status=400, purge_form=form)
+
+
+# -- entities -------------------------------------------------------------------------------------
+
+
+@tenant_page("entities/", name="entities", nav=gettext_lazy("Entities"), order=40)
+class EntityListPage(TenantPage):
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = query_form(EntityFilterForm, request.GET)
+        if not form.is_valid():
+            return self.render("web/entities/list.html", {"form": form}, status=400)
+        data = form.cleaned_data
+        page = selectors.entity_list(
+            tenant=self.tenant,
+            query=data["q"] or None,
+            type=data["type"] or None,
+            limit=PAGE_SIZE,
+            cursor=data["cursor"] or None,
+        )
+        return self.render(
+            "web/entities/list.html",
+            {
+                "form": form,
+                "entities": page.entities,
+                "next_cursor": page.next_cursor,
+                "paged": bool(data["cursor"]),
+            },
+        )
+
+
+@tenant_page("entities/<id:entity_id>/", name="entity", section="entities")
+class EntityPage(TenantPage):
+    def get(self, request: HttpRequest, entity_id: int) -> HttpResponse:
+        entity = selectors.entity_get(tenant=self.tenant, entity_id=entity_id)
+        cursor = request.GET.get("cursor") or None
+        page = selectors.entity_facts(
+            tenant=self.tenant, entity_id=entity.pk, limit=PAGE_SIZE, cursor=cursor
+        )
+        return self.render(
+            "web/entities/detail.html",
+            {
+                "entity": entity,
+                "facts": page.facts,
+                "next_cursor": page.next_cursor,
+                "paged": bool(cursor),
+            },
+        )
+
+
+# -- the audit log --------------------------------------------------------------------------------
+
+
+@tenant_page("audit/", name="audit", nav=gettext_lazy("Audit log"), order=90)
+class AuditPage(TenantPage):
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = query_form(AuditFilterForm, request.GET)
+        if not form.is_valid():
+            return self.render("web/audit.html", {"form": form, "events": []}, status=400)
+        page = selectors.audit_event_list(
+            tenant=self.tenant,
+            limit=PAGE_SIZE,
+            cursor=form.cleaned_data["cursor"] or None,
+            **form.filters(),
+        )
+        return self.render(
+            "web/audit.html",
+            {
+                "form": form,
+                "events": page.events,
+                "next_cursor": page.next_cursor,
+                "paged": bool(form.cleaned_data["cursor"]),
+            },
+        )
+
+
+@tenant_page("audit/export.csv", name="audit_export", section="audit")
+class AuditExportPage(TenantPage):
+    """Every event the filters match, as CSV; taking a copy is itself recorded."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = query_form(AuditFilterForm, request.GET)
+        if not form.is_valid():
+            return self.render("web/audit.html", {"form": form, "events": []}, status=400)
+        filters = form.filters()
+        audit_export_record(
+            tenant=self.tenant,
+            actor=self.actor,
+            format="csv",
+            filters={k: str(v) for k, v in filters.items() if v is not None},
+        )
+        events = selectors.audit_event_iter(tenant=self.tenant, **filters)
+        response = StreamingHttpResponse(
+            audit_csv_rows(events), content_type="text/csv; charset=utf-8"
+        )
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        name = f"mnemosyne-{self.tenant.slug}-audit-{stamp}.csv"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response

@@ -1,0 +1,94 @@
+"""Template helpers of the web admin."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+from django.http import QueryDict
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
+
+from memoryadmin.web.pages import tenant_url
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def turl(context: template.Context, name: str, **kwargs: Any) -> str:
+    """The URL of a page of the current tenant: {% turl 'fact' fact_id=fact.pk %}."""
+    return tenant_url(context["tenant"], name, **kwargs)
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context: template.Context, **changes: Any) -> str:
+    """The current query string with some parameters changed (None or "" drops them)."""
+    query: QueryDict = context["request"].GET.copy()
+    for key, value in changes.items():
+        query.pop(key, None)
+        if value not in (None, ""):
+            query[key] = value
+    encoded = query.urlencode()
+    return f"?{encoded}" if encoded else "?"
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+
+
+@register.filter
+def actor_name(actor: str) -> str:
+    """`user:3:olivia` -> `olivia`, `apikey:7:hermes` -> `hermes`, `job:tests` -> `tests`."""
+    parts = (actor or "").split(":", 2)
+    return parts[-1] if parts else actor
+
+
+@register.filter
+def actor_kind(actor: str) -> str:
+    kind = (actor or "").split(":", 1)[0]
+    return {"user": _("person"), "apikey": _("API key"), "job": _("job")}.get(kind, kind)
+
+
+@register.filter
+def percent(value: float) -> str:
+    return f"{value * 100:.0f}%"
+
+
+@register.filter
+def get(mapping: dict[str, Any], key: str) -> Any:
+    return mapping.get(key)
+
+
+# The stored codes of kinds, categories, statuses, entity types and context levels, in the
+# reader's language (the models keep plain codes and English labels).
+TERMS = {
+    "fact": _lazy("fact"),
+    "turn": _lazy("turn"),
+    "user_pref": _lazy("user preference"),
+    "project": _lazy("project"),
+    "tool": _lazy("tool"),
+    "general": _lazy("general"),
+    "active": _lazy("active"),
+    "archived": _lazy("archived"),
+    "superseded": _lazy("superseded"),
+    "removed": _lazy("removed"),
+    "person": _lazy("person"),
+    "place": _lazy("place"),
+    "organization": _lazy("organization"),
+    "product": _lazy("product"),
+    "other": _lazy("other"),
+    "recent": _lazy("recent conversation"),
+    "important": _lazy("known facts"),
+    "relevant": _lazy("relevant memories"),
+    "open": _lazy("open"),
+    "resolved": _lazy("resolved"),
+}
+
+
+@register.filter
+def term(code: str) -> str:
+    return str(TERMS.get(code, code))

@@ -1,0 +1,1 @@
+"""The web admin: server-rendered pages for team admins and auditors (see `pages`)."""

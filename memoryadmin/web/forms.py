@@ -1,0 +1,30 @@
+"""Form helpers shared by the pages: service errors shown where the person typed."""
+
+from __future__ import annotations
+
+from django import forms
+
+from tenants.errors import InvalidInput
+
+
+def apply_errors(
+    form: forms.Form, error: InvalidInput, fields: dict[str, str] | None = None
+) -> None:
+    """Show a service's InvalidInput on the form: on its field when the form has it (`fields`
+    maps service field names to form field names), else above the form."""
+    name = (fields or {}).get(error.field, error.field)
+    if name in form.fields:
+        form.add_error(name, error.message)
+    else:
+        form.add_error(None, f"{error.field}: {error.message}")
+
+
+class DateInput(forms.DateInput):
+    input_type = "date"
+
+
+def query_form(form_class: type[forms.Form], data: object) -> forms.Form:
+    """A filter form bound to the query string; empty when nothing was asked yet."""
+    form = form_class(data)  # type: ignore[arg-type]
+    form.is_valid()
+    return form

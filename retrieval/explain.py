@@ -1,0 +1,93 @@
+"""Why recall left a fact out: for the recall playground of the web admin.
+
+recall_search returns the k best facts that pass its filters and says nothing of the others.
+To show what a query would have found without them, this asks recall again with the filters
+lifted (trust floor 0, no scope, kind or category), and looks among facts that are not active
+for ones that share words with the query. Each fact found that way and not shown gets its
+reasons: below the trust floor, outside the scope, another kind or category, not active, or
+simply ranked below the k shown. recall_search itself is not changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from facts.models import Fact, Status
+from retrieval import sql
+from retrieval.search import MAX_K, recall_search
+from retrieval.text import analyze
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+
+# Reason codes, in the order they are checked; each comes with the values it compared.
+TRUST, SCOPE, KIND, CATEGORY, STATUS, RANK = "trust", "scope", "kind", "category", "status", "rank"
+MAX_RANKED_BELOW = 5  # facts that passed every filter and were merely outranked: a few suffice
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    fact: Fact
+    reasons: list[Reason]
+    score: float | None = None  # its score with the filters lifted (active facts only)
+    channels: dict[str, float] = field(default_factory=dict)
+
+
+def _in_scope(fact_scope: str, prefix: str) -> bool:
+    return fact_scope == prefix or fact_scope.startswith(f"{prefix}/")
+
+
+def recall_left_out(
+    *,
+    tenant: Tenant,
+    query: str,
+    shown: Collection[int],
+    scope: str | None = None,
+    kind: str | None = None,
+    category: str | None = None,
+    min_trust: float | None = None,
+    channels: Sequence[str] | None = None,
+    limit: int = 20,
+) -> list[LeftOut]:
+    """Facts the query matches that recall (with these filters) did not return, and why."""
+    floor = float(tenant.setting("min_trust") if min_trust is None else min_trust)
+    prefix = (scope or "").strip().strip("/")
+    relaxed = recall_search(tenant=tenant, query=query, k=MAX_K, min_trust=0.0, channels=channels)
+    filtered: list[LeftOut] = []
+    outranked: list[LeftOut] = []
+    for hit in relaxed.hits:
+        fact = hit.fact
+        if fact.pk in shown:
+            continue
+        reasons = []
+        if fact.trust_score < floor:
+            reasons.append(Reason(TRUST, {"trust": fact.trust_score, "floor": floor}))
+        if prefix and not _in_scope(fact.scope, prefix):
+            reasons.append(Reason(SCOPE, {"scope": fact.scope, "wanted": prefix}))
+        if kind and fact.kind != kind:
+            reasons.append(Reason(KIND, {"kind": fact.kind, "wanted": kind}))
+        if category and fact.category != category:
+            reasons.append(Reason(CATEGORY, {"category": fact.category, "wanted": category}))
+        entry = LeftOut(fact, reasons or [Reason(RANK)], hit.score, hit.channels)
+        (filtered if reasons else outranked).append(entry)
+    found = filtered[:limit] + outranked[: min(MAX_RANKED_BELOW, max(0, limit - len(filtered)))]
+    room = limit - len(found)
+    if room > 0:
+        analyzed = analyze(query)
+        with tenant_scope(tenant) as tenant_id:
+            ids = sql.inactive_matches(
+                tenant_id=tenant_id, latin=analyzed.latin, han=analyzed.han, limit=room
+            )
+            facts = Fact.objects.for_tenant(tenant).defer("search_vector").in_bulk(ids)
+        for ident in ids:
+            if ident in facts and ident not in shown:
+                status = {"status": facts[ident].status, "wanted": Status.ACTIVE}
+                found.append(LeftOut(facts[ident], [Reason(STATUS, status)]))
+    return found

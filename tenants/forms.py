@@ -1,0 +1,97 @@
+"""Forms of the tenant administration pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from tenants.models import Role
+from tenants.services import API_KEY_SCOPES
+
+ROLE_CHOICES = [(Role.ADMIN, _("admin: reads and changes")), (Role.AUDITOR, _("auditor: reads"))]
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(label=_("Username"), max_length=150)
+    role = forms.ChoiceField(label=_("Role"), choices=ROLE_CHOICES)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(label=_("Role"), choices=ROLE_CHOICES)
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(
+        label=_("Name"),
+        max_length=100,
+        help_text=_("Who uses it, e.g. the Hermes profile: hermes-research"),
+    )
+    scopes = forms.MultipleChoiceField(
+        label=_("May"),
+        choices=[("read", _("read (recall, list)")), ("write", _("write (store, rate)"))],
+        initial=list(API_KEY_SCOPES),
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": _("Choose read, write or both.")},
+    )
+
+
+class HermesForm(forms.Form):
+    key = forms.TypedChoiceField(label=_("API key"), coerce=int, required=False, empty_value=None)
+    scope = forms.CharField(
+        label=_("Default scope"),
+        required=False,
+        max_length=255,
+        help_text=_("What this profile stores and recalls by default, e.g. team:research"),
+    )
+    hermes_home = forms.CharField(
+        label=_("Hermes home"),
+        required=False,
+        max_length=500,
+        help_text=_("The profile's HERMES_HOME; empty: Hermes' default (~/.hermes)"),
+    )
+
+    def __init__(self, *args: Any, keys: list[Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["key"].choices = [
+            ("", _("choose a key")),
+            *((key.pk, f"{key.name} (mnm_{key.prefix}_…)") for key in keys),
+        ]
+
+
+class RetentionForm(forms.Form):
+    archive_after_days_unretrieved = forms.IntegerField(
+        label=_("Archive facts not retrieved for (days)"),
+        required=False,
+        min_value=1,
+        max_value=36500,
+        help_text=_("empty: never"),
+    )
+    archive_below_trust = forms.FloatField(
+        label=_("Archive facts trusted below"),
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text=_("0 to 1; empty: never"),
+    )
+    max_active_facts = forms.IntegerField(
+        label=_("Keep at most this many active facts"),
+        required=False,
+        min_value=1,
+        max_value=1_000_000_000,
+        help_text=_("the least important beyond it are archived; empty: no limit"),
+    )
+    purge_archived_after_days = forms.IntegerField(
+        label=_("Delete archived facts for good after (days)"),
+        required=False,
+        min_value=1,
+        max_value=36500,
+        help_text=_("empty: never"),
+    )
+    legal_hold = forms.BooleanField(
+        label=_("Legal hold: archive and delete nothing while it is set"), required=False
+    )
+
+    def changes(self) -> dict[str, Any]:
+        return dict(self.cleaned_data)
