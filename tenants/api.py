@@ -121,29 +121,25 @@ class RetentionOut(serializers.Serializer):
 
 class RetentionIn(serializers.Serializer):
     archive_after_days_unretrieved = serializers.IntegerField(
-        min_value=1,
-        max_value=36500,
+        **services.retention_range("archive_after_days_unretrieved"),
         allow_null=True,
         required=False,
         help_text=_RETENTION_HELP["archive_after_days_unretrieved"] + "; null: never",
     )
     archive_below_trust = serializers.FloatField(
-        min_value=0,
-        max_value=1,
+        **services.retention_range("archive_below_trust"),
         allow_null=True,
         required=False,
         help_text=_RETENTION_HELP["archive_below_trust"] + "; null: never",
     )
     max_active_facts = serializers.IntegerField(
-        min_value=1,
-        max_value=1_000_000_000,
+        **services.retention_range("max_active_facts"),
         allow_null=True,
         required=False,
         help_text=_RETENTION_HELP["max_active_facts"] + "; null: no limit",
     )
     purge_archived_after_days = serializers.IntegerField(
-        min_value=1,
-        max_value=36500,
+        **services.retention_range("purge_archived_after_days"),
         allow_null=True,
         required=False,
         help_text=_RETENTION_HELP["purge_archived_after_days"] + "; null: never",

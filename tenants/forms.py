@@ -8,7 +8,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from tenants.models import Role
-from tenants.services import API_KEY_SCOPES
+from tenants.services import API_KEY_SCOPES, retention_range
 
 ROLE_CHOICES = [(Role.ADMIN, _("admin: reads and changes")), (Role.AUDITOR, _("auditor: reads"))]
 
@@ -64,29 +64,25 @@ class RetentionForm(forms.Form):
     archive_after_days_unretrieved = forms.IntegerField(
         label=_("Archive facts not retrieved for (days)"),
         required=False,
-        min_value=1,
-        max_value=36500,
+        **retention_range("archive_after_days_unretrieved"),
         help_text=_("empty: never"),
     )
     archive_below_trust = forms.FloatField(
         label=_("Archive facts trusted below"),
         required=False,
-        min_value=0,
-        max_value=1,
+        **retention_range("archive_below_trust"),
         help_text=_("0 to 1; empty: never"),
     )
     max_active_facts = forms.IntegerField(
         label=_("Keep at most this many active facts"),
         required=False,
-        min_value=1,
-        max_value=1_000_000_000,
+        **retention_range("max_active_facts"),
         help_text=_("the least important beyond it are archived; empty: no limit"),
     )
     purge_archived_after_days = forms.IntegerField(
         label=_("Delete archived facts for good after (days)"),
         required=False,
-        min_value=1,
-        max_value=36500,
+        **retention_range("purge_archived_after_days"),
         help_text=_("empty: never"),
     )
     legal_hold = forms.BooleanField(

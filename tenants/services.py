@@ -231,12 +231,20 @@ def apikey_revoke(*, tenant: Tenant, key_id: int, actor: Actor) -> ApiKey:
 
 # -- retention --------------------------------------------------------------------------------
 
-_RETENTION_FIELDS: dict[str, tuple[float, float, bool]] = {
+# Each retention limit's range and whether it is a whole number: the API and the pages take
+# theirs from here.
+RETENTION_LIMITS: dict[str, tuple[float, float, bool]] = {
     "archive_after_days_unretrieved": (1, 36500, True),
     "archive_below_trust": (0.0, 1.0, False),
     "max_active_facts": (1, 1_000_000_000, True),
     "purge_archived_after_days": (1, 36500, True),
 }
+
+
+def retention_range(field: str) -> dict[str, float]:
+    """min_value / max_value of a retention limit, for the API's and the pages' fields."""
+    low, high, _ = RETENTION_LIMITS[field]
+    return {"min_value": low, "max_value": high}
 
 
 def retention_changes_validate(changes: Any) -> dict[str, Any]:
@@ -248,11 +256,11 @@ def retention_changes_validate(changes: Any) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise InvalidInput(field, "must be true or false")
             continue
-        if field not in _RETENTION_FIELDS:
+        if field not in RETENTION_LIMITS:
             raise InvalidInput(field, "unknown retention field")
         if value is None:
             continue
-        low, high, integer = _RETENTION_FIELDS[field]
+        low, high, integer = RETENTION_LIMITS[field]
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InvalidInput(field, "must be a number or null")
         if (integer and value != int(value)) or not low <= value <= high:
