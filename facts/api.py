@@ -301,6 +301,7 @@ _CURSOR = "MjAyNi0xMi0wMVQwOTozMDowMCswMDowMHw0Mg=="
 
 
 class FactViewSet(TenantViewSet):
+    within_scope_limit = True
     needs = {"purge": Need.MANAGE}
 
     @extend_schema(
@@ -488,6 +489,7 @@ class FactViewSet(TenantViewSet):
 
 
 class FactImportViewSet(TenantViewSet):
+    within_scope_limit = True
     parser_classes = [JSONLinesParser, JSONLParser]
 
     @property

@@ -27,7 +27,7 @@ from facts.models import (
 )
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant, TenantAction, TenantEvent
-from tenants.scope import tenant_scope
+from tenants.scope import current_scope_limit, tenant_scope
 
 MAX_PAGE = 200
 MAX_ID = 2**63 - 1  # bigint
@@ -142,6 +142,8 @@ def fact_history(*, tenant: Tenant, fact_id: Any) -> list[FactEvent]:
     """Every recorded change of a fact, oldest first (also after it was purged)."""
     ident = _fact_id(fact_id)
     with tenant_scope(tenant):
+        if current_scope_limit() and not Fact.objects.for_tenant(tenant).filter(pk=ident).exists():
+            raise NotFound("fact", fact_id)  # outside the key's scope limit
         events = list(
             FactEvent.objects.for_tenant(tenant).filter(fact_id=ident).order_by("at", "id")
         )

@@ -34,7 +34,7 @@ from retrieval.text import analyze
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
+from tenants.scope import current_scope_limit, scope_within, tenant_scope
 from tenants.validation import check_storable
 
 MAX_CONTENT_BYTES = 16 * 1024
@@ -63,6 +63,18 @@ def clean_content(content: Any) -> str:
 
 
 def clean_scope(scope: Any) -> str:
+    """A scope path, checked; under a key's scope limit, "" means the limit itself and a scope
+    outside it is refused."""
+    limit = current_scope_limit()
+    scope = _clean_scope_path(scope)
+    if limit and not scope:
+        return limit
+    if not scope_within(scope, limit):
+        raise InvalidInput("scope", f"this API key may only use the scope {limit} and below")
+    return scope
+
+
+def _clean_scope_path(scope: Any) -> str:
     if scope is None:
         return ""
     if not isinstance(scope, str):

@@ -10,6 +10,7 @@ from memoryadmin.embedded_db import server_for_home
 from memoryadmin.env import (
     ConfigError,
     env_bool,
+    env_choice,
     env_int,
     env_list,
     env_path,
@@ -62,6 +63,10 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc served from here, never from a CDN
     "django_celery_beat",
+    "axes",  # sign-in throttling: failed attempts per account and per address
+    "csp",  # Content-Security-Policy on every response
+    "django_otp",  # optional TOTP two-factor sign-in
+    "django_otp.plugins.otp_totp",
     "memoryadmin",
     "tenants",
     "facts",
@@ -71,14 +76,21 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "memoryadmin.security.RequestLineLimitMiddleware",
+    "memoryadmin.security.ScopeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    "memoryadmin.security.NoStoreMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryadmin.urls"
@@ -115,9 +127,21 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    # Django's similarity check lets `alan1234` through for `alan`: refuse any password that
+    # contains the username (or the e-mail's name) outright.
+    {"NAME": "memoryadmin.security.NotContainingUsernameValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": env_int("MNEMOSYNE_PASSWORD_MIN_LENGTH", 10, minimum=8)},
+    },
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# django-axes first: it refuses a locked-out account or address before the password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 LANGUAGE_CODE = "en"
@@ -137,6 +161,19 @@ STATIC_ROOT = MNEMOSYNE_HOME / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # filled by collectstatic in production
 # Serve static files straight from the apps, so a fresh clone needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
+
+# Invitations and password-reset links stay valid this long (Django's reset tokens too).
+MNEMOSYNE_INVITE_DAYS = env_int("MNEMOSYNE_INVITE_DAYS", 7, minimum=1)
+PASSWORD_RESET_TIMEOUT = env_int("MNEMOSYNE_PASSWORD_RESET_HOURS", 24, minimum=1) * 3600
+# Mail is optional: without EMAIL_HOST, invitations and reset links are shown to the admin.
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "mnemosyne@localhost")
+MNEMOSYNE_MAIL_ENABLED = bool(EMAIL_HOST)
+OTP_TOTP_ISSUER = "Mnemosyne"
 
 LOGIN_URL = "web:login"
 LOGIN_REDIRECT_URL = "home"
@@ -163,7 +200,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["memoryadmin.api.parsers.StorableJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "memoryadmin.api.auth.ApiKeyAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        # Also counts requests with no credentials against the per-address rate.
+        "memoryadmin.api.auth.SessionOrAddressAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_THROTTLE_CLASSES": ["memoryadmin.api.throttling.ApiRateThrottle"],
@@ -270,11 +308,76 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A refused request (403, 404, ...) is one line in the log, never a traceback.
+    "filters": {"one_line_4xx": {"()": "memoryadmin.security.OneLineClientErrors"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["one_line_4xx"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
 }
 
-if not DEBUG:
-    SESSION_COOKIE_HTTPONLY = True
-    X_FRAME_OPTIONS = "DENY"
-    SECURE_CONTENT_TYPE_NOSNIFF = True
+# -- HTTP security ------------------------------------------------------------------------------
+# MNEMOSYNE_PROFILE=production: served over HTTPS behind a proxy (README "Production"). Every
+# profile gets HttpOnly and SameSite cookies, a strict Content-Security-Policy, `no-store` on
+# dynamic answers, framing refused and sign-in throttling; production adds Secure cookies, HSTS
+# and trusts the proxy's X-Forwarded-Proto.
+MNEMOSYNE_PROFILE = env_choice("MNEMOSYNE_PROFILE", "local", ("local", "production"))
+PRODUCTION = MNEMOSYNE_PROFILE == "production"
+# How many proxies stand in front of the web processes: the client's address is then taken
+# from X-Forwarded-For (that many entries from its end), for sign-in throttling, the API's
+# per-address rate and /healthz. 0: the connection's own address.
+MNEMOSYNE_PROXY_COUNT = env_int("MNEMOSYNE_PROXY_COUNT", 1 if PRODUCTION else 0, minimum=0)
+SESSION_COOKIE_AGE = env_int("MNEMOSYNE_SESSION_HOURS", 12, minimum=1) * 3600
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_HTTPONLY = True  # pages carry the token in their forms and htmx headers
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_HTTPONLY = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("MNEMOSYNE_HSTS_SECONDS", 365 * 86400, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("MNEMOSYNE_HSTS_SUBDOMAINS", False)
+    # A plain-HTTP request is sent to HTTPS, except the load balancer's health check.
+    SECURE_SSL_REDIRECT = env_bool("MNEMOSYNE_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+
+# Nothing from another host, no inline script or style: every page's scripts and styles are
+# files of our own (the API's Redoc page alone gets inline styles, see memoryadmin/api/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# -- sign-in throttling (django-axes) ---------------------------------------------------------
+# Failed sign-ins are counted per account and, separately, per address; past the limit that
+# account or address is refused (429, with the lockout page) until the cool-off ends, even with
+# the right password. Both the web admin's sign-in and /admin/ go through it. Superusers see
+# and clear lockouts in /admin/ ("Access attempts"); `mnemosyne axes_reset` clears them all.
+AXES_FAILURE_LIMIT = env_int("MNEMOSYNE_SIGNIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = env_int("MNEMOSYNE_SIGNIN_LOCKOUT_MINUTES", 15, minimum=1) / 60
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_TEMPLATE = "web/accounts/locked.html"
+AXES_CLIENT_IP_CALLABLE = "memoryadmin.security.client_ip"
+AXES_RESET_ON_SUCCESS = False
+AXES_VERBOSE = False

@@ -103,6 +103,7 @@ _HIT = {
 
 
 class RecallViewSet(TenantViewSet):
+    within_scope_limit = True
     needs = {"create": Need.READ}  # a POST that reads: the query does not fit in a URL
 
     @extend_schema(
@@ -148,6 +149,7 @@ class RecallViewSet(TenantViewSet):
 
 
 class ContextViewSet(TenantViewSet):
+    within_scope_limit = True
     needs = {"create": Need.READ}
 
     @extend_schema(

@@ -24,7 +24,7 @@ from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
 from tenants.errors import InvalidInput
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
+from tenants.scope import current_scope_limit, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -191,13 +191,19 @@ def context_cached(
         budget=budget,
         exclude=tuple(sorted(set(exclude))),
     )
+    # A key limited to a scope prefix sees less: its blocks are its own.
+    limit = current_scope_limit()
     if ttl <= 0:
         block = context_build(tenant=tenant, **arguments)
         recall_latency_note(tenant=tenant, ms=(time.perf_counter() - started) * 1000)
         return block
     with tenant_scope(tenant) as tenant_id:
         generation = _generation(tenant_id)
-        keyed = sorted(arguments.items()) + sorted(tenant.effective_settings.items())
+        keyed = [
+            *sorted(arguments.items()),
+            *sorted(tenant.effective_settings.items()),
+            ("scope_limit", limit),
+        ]
         digest = hashlib.sha256(repr(keyed).encode()).hexdigest()[:32]
         key = f"mnemosyne:{tenant_id}:context:{generation}:{digest}"
         block = cache.get(key)

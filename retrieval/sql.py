@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
+from tenants.scope import current_scope_limit
+
 
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -33,9 +35,10 @@ class Filters:
     def sql(self) -> tuple[str, list[object]]:
         clauses = ["f.status = 'active'", "f.trust_score >= %s"]
         params: list[object] = [self.min_trust]
-        if self.scope_prefix:
-            clauses.append("(f.scope = %s OR f.scope LIKE %s)")
-            params += [self.scope_prefix, f"{_like_escape(self.scope_prefix)}/%"]
+        for prefix in (self.scope_prefix, current_scope_limit()):
+            if prefix:
+                clauses.append("(f.scope = %s OR f.scope LIKE %s)")
+                params += [prefix, f"{_like_escape(prefix)}/%"]
         if self.kind:
             clauses.append("f.kind = %s")
             params.append(self.kind)

@@ -267,6 +267,7 @@ _MEMBER = {"username": "arthur", "role": "auditor", "created_at": "2026-12-02T09
 
 
 class MemberViewSet(TenantViewSet):
+    about_people = True
     needs = {"create": Need.MANAGE, "partial_update": Need.MANAGE, "destroy": Need.MANAGE}
 
     @extend_schema(
@@ -360,6 +361,7 @@ _KEY = {
 
 
 class ApiKeyViewSet(TenantViewSet):
+    about_people = True
     needs = {"create": Need.MANAGE, "destroy": Need.MANAGE}
 
     @extend_schema(

@@ -11,10 +11,18 @@ from typing import TYPE_CHECKING, Any, Self
 
 from django.db import models
 
-from tenants.scope import TenantScopeError
+from tenants.scope import TenantScopeError, current_scope_limit
 
 if TYPE_CHECKING:
     from tenants.models import Tenant
+
+
+def _has_scope(model: type[models.Model]) -> bool:
+    try:
+        model._meta.get_field("scope")
+    except Exception:  # noqa: BLE001 - FieldDoesNotExist: the model has no scope column
+        return False
+    return True
 
 
 class TenantQuerySet(models.QuerySet):
@@ -25,6 +33,12 @@ class TenantQuerySet(models.QuerySet):
         if not tenant_id:
             raise TenantScopeError(f"for_tenant() needs a saved tenant, got {tenant!r}")
         narrowed = self.filter(tenant_id=tenant_id)
+        limit = current_scope_limit()
+        if limit and _has_scope(self.model):
+            # A key limited to a scope prefix sees only that part of the tenant.
+            narrowed = narrowed.filter(
+                models.Q(scope=limit) | models.Q(scope__startswith=f"{limit}/")
+            )
         narrowed._tenant_checked = True
         return narrowed
 

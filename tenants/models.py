@@ -87,7 +87,16 @@ class ApiKey(TenantOwned):
     created_by = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    last_used_from = models.GenericIPAddressField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # After this the key is refused (null: never).
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # The key reads and writes only this scope and what is below it (empty: the whole tenant).
+    scope_prefix = models.CharField(max_length=255, blank=True, default="")
+    # After a rotation the old secret keeps working until previous_valid_until.
+    previous_secret_hash = models.CharField(max_length=128, blank=True, default="")
+    previous_valid_until = models.DateTimeField(null=True, blank=True)
+    rotated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "created_at"], name="apikey_tenant_created")]
@@ -97,7 +106,55 @@ class ApiKey(TenantOwned):
 
     @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
+
+    @property
+    def is_expired(self) -> bool:
+        from django.utils import timezone
+
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+
+class ApiKeyUsage(TenantOwned):
+    """Requests made with a key, per day (UTC)."""
+
+    key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    requests = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["key", "day"], name="apikeyusage_one_per_day"),
+        ]
+        indexes = [models.Index(fields=["tenant", "key", "-day"], name="apikeyusage_key_day")]
+
+    def __str__(self) -> str:
+        return f"key {self.key_id}: {self.requests} requests on {self.day}"
+
+
+class Invitation(TenantOwned):
+    """A one-time sign-up link to join a tenant with a role. Only the token's hash is kept."""
+
+    token_hash = models.CharField(max_length=64, unique=True)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    email = models.EmailField(blank=True)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"invitation {self.pk} to {self.tenant_id} as {self.role}"
+
+    @property
+    def is_open(self) -> bool:
+        from django.utils import timezone
+
+        return self.used_at is None and self.revoked_at is None and self.expires_at > timezone.now()
 
 
 class RetentionPolicy(TenantOwned):
@@ -126,8 +183,14 @@ class TenantAction(models.TextChoices):
     SETTINGS_UPDATE = "settings_update", "settings changed"
     MEMBER_SET = "member_set", "member added or role changed"
     MEMBER_REMOVE = "member_remove", "member removed"
+    MEMBER_INVITE = "member_invite", "member invited"
+    INVITE_ACCEPT = "invite_accept", "invitation accepted"
+    INVITE_REVOKE = "invite_revoke", "invitation withdrawn"
+    PASSWORD_RESET_LINK = "password_reset_link", "password reset link made"
     APIKEY_CREATE = "apikey_create", "API key created"
     APIKEY_REVOKE = "apikey_revoke", "API key revoked"
+    APIKEY_ROTATE = "apikey_rotate", "API key rotated"
+    TENANT_RENAME = "tenant_rename", "tenant renamed"
     RETENTION_UPDATE = "retention_update", "retention policy changed"
     AUDIT_EXPORT = "audit_export", "audit log exported"
 

@@ -106,3 +106,43 @@ def all_tenants_scope(reason: str) -> Iterator[None]:
             _current.reset(token)
             if nested and not connection.needs_rollback:
                 _set(*previous)
+
+
+# -- scope limits -------------------------------------------------------------------------------
+# An API key may be limited to a scope prefix. The key's authentication sets the limit for the
+# request (`scope_limited`), and three places that every surface reaches honour it: the
+# tenant-owned manager narrows every ORM query of a model with a `scope` column, recall's SQL
+# filters add the same condition, and `facts.services.clean_scope` refuses (or fills in) the
+# scope of anything written. Scopes are paths: `a:b` covers `a:b` and `a:b/...`, never `a:b2`.
+
+_scope_limit: contextvars.ContextVar[str] = contextvars.ContextVar("scope_limit", default="")
+
+
+def current_scope_limit() -> str:
+    """The scope prefix the current request is limited to ("" for none)."""
+    return _scope_limit.get()
+
+
+def scope_within(scope: str, prefix: str) -> bool:
+    return not prefix or scope == prefix or scope.startswith(prefix + "/")
+
+
+def scope_limit_set(prefix: str) -> contextvars.Token[str]:
+    """Limit what follows to `prefix` (until `scope_limit_reset`)."""
+    return _scope_limit.set((prefix or "").strip("/"))
+
+
+def scope_limit_reset(token: contextvars.Token[str] | None = None) -> None:
+    if token is not None:
+        _scope_limit.reset(token)
+    else:
+        _scope_limit.set("")
+
+
+@contextmanager
+def scope_limited(prefix: str) -> Iterator[None]:
+    token = scope_limit_set(prefix)
+    try:
+        yield
+    finally:
+        _scope_limit.reset(token)

@@ -10,11 +10,12 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from tenants.actors import Actor
@@ -22,6 +23,7 @@ from tenants.errors import InvalidInput, NotFound
 from tenants.models import (
     DEFAULT_TENANT_SETTINGS,
     ApiKey,
+    Invitation,
     Membership,
     RetentionPolicy,
     Role,
@@ -127,6 +129,26 @@ def tenant_update_settings(*, tenant: Tenant, changes: dict[str, Any], actor: Ac
 # -- members ----------------------------------------------------------------------------------
 
 
+def _admin_count(tenant: Tenant) -> int:
+    return Membership.objects.for_tenant(tenant).filter(role=Role.ADMIN).count()
+
+
+def _refuse_last_admin(tenant: Tenant, membership: Membership | None, *, removing: bool) -> None:
+    """A tenant keeps at least one admin: its last one can be neither removed nor demoted."""
+    if membership is None or membership.role != Role.ADMIN:
+        return
+    # Lock the tenant's admins, so that two admins removing each other at once cannot both win.
+    admins = list(Membership.objects.for_tenant(tenant).select_for_update().filter(role=Role.ADMIN))
+    if len(admins) <= 1:
+        what = "removed" if removing else "made an auditor"
+        raise InvalidInput(
+            "username",
+            f"{membership.user.get_username()} is the last admin of {tenant.slug} and cannot "
+            f"be {what}: make another member an admin first",
+        )
+
+
+@transaction.atomic
 def membership_set(
     *, tenant: Tenant, user: AbstractBaseUser, role: str, actor: Actor
 ) -> Membership:
@@ -136,6 +158,8 @@ def membership_set(
         existing = Membership.objects.for_tenant(tenant).filter(user=user).first()
         if existing is not None and existing.role == role:
             return existing
+        if existing is not None and role != Role.ADMIN:
+            _refuse_last_admin(tenant, existing, removing=False)
         before = {"role": existing.role} if existing else None
         membership, _ = Membership.objects.for_tenant(tenant).update_or_create(
             user=user, defaults={"role": role, "tenant": tenant}
@@ -146,15 +170,175 @@ def membership_set(
         return membership
 
 
+@transaction.atomic
 def membership_remove(*, tenant: Tenant, user: AbstractBaseUser, actor: Actor) -> None:
     with tenant_scope(tenant):
         membership = Membership.objects.for_tenant(tenant).filter(user=user).first()
         if membership is None:
             raise NotFound("membership", user.get_username())
+        _refuse_last_admin(tenant, membership, removing=True)
         membership.delete()
         _event(
             tenant, "member_remove", actor, user.get_username(), before={"role": membership.role}
         )
+
+
+# -- invitations ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreatedInvitation:
+    invitation: Invitation
+    token: str  # in the sign-up link, shown once; only its hash is kept
+
+
+def invitation_create(
+    *, tenant: Tenant, role: str, actor: Actor, email: str = ""
+) -> CreatedInvitation:
+    """A one-time sign-up link to join the tenant with `role`, valid MNEMOSYNE_INVITE_DAYS."""
+    if role not in Role.values:
+        raise InvalidInput("role", f"must be one of {', '.join(Role.values)}")
+    email = (email or "").strip()
+    if len(email) > 254 or (email and "@" not in email):
+        raise InvalidInput("email", "is not an e-mail address")
+    token = secrets.token_urlsafe(32)
+    expires = timezone.now() + timedelta(days=django_settings.MNEMOSYNE_INVITE_DAYS)
+    with tenant_scope(tenant):
+        invitation = Invitation.objects.create(
+            tenant=tenant,
+            token_hash=_hash_secret(token),
+            role=role,
+            email=email,
+            created_by=str(actor),
+            expires_at=expires,
+        )
+        _event(
+            tenant,
+            "member_invite",
+            actor,
+            email or f"invitation {invitation.pk}",
+            after={"role": role, "expires_at": expires.isoformat()},
+        )
+    return CreatedInvitation(invitation=invitation, token=token)
+
+
+def invitation_find(*, token: str) -> Invitation:
+    """The open invitation this sign-up token belongs to; NotFound for any other token (used,
+    withdrawn, expired or unknown look the same)."""
+    # The invitation's tenant is what we look for: this one lookup runs across tenants.
+    with all_tenants_scope("invitation lookup"):
+        invitation = (
+            Invitation.objects.all_tenants()
+            .select_related("tenant")
+            .filter(token_hash=_hash_secret(token or ""))
+            .first()
+        )
+    if invitation is None or not invitation.is_open:
+        raise NotFound("invitation", "")
+    return invitation
+
+
+@transaction.atomic
+def invitation_accept(*, token: str, username: str, password: str, email: str = "") -> Any:
+    """Make the account the invitation asks for and the membership; the link is used up."""
+    from django.contrib.auth import get_user_model, password_validation
+    from django.core.exceptions import ValidationError
+
+    invitation = invitation_find(token=token)
+    user_model = get_user_model()
+    username = (username or "").strip()
+    if not re.fullmatch(r"[\w.@+-]{1,150}", username):
+        raise InvalidInput("username", "use 1-150 letters, digits and @ . + - _")
+    if user_model.objects.filter(username__iexact=username).exists():
+        raise InvalidInput("username", "this username is taken")
+    user = user_model(username=username, email=(email or invitation.email or "").strip())
+    try:
+        password_validation.validate_password(password, user)
+    except ValidationError as error:
+        raise InvalidInput("password1", " ".join(error.messages)) from None
+    user.set_password(password)
+    user.save()
+    tenant = invitation.tenant
+    with tenant_scope(tenant):
+        claimed = (
+            Invitation.objects.for_tenant(tenant)
+            .filter(pk=invitation.pk, used_at__isnull=True)
+            .update(used_at=timezone.now(), used_by=user)
+        )
+        if claimed != 1:  # someone else used the link a moment ago
+            raise NotFound("invitation", "")
+        Membership.objects.create(tenant=tenant, user=user, role=invitation.role)
+        _event(
+            tenant,
+            "invite_accept",
+            Actor.user(user),
+            username,
+            after={"role": invitation.role, "invitation": invitation.pk},
+        )
+    return user
+
+
+def invitation_revoke(*, tenant: Tenant, invitation_id: int, actor: Actor) -> Invitation:
+    with tenant_scope(tenant):
+        invitation = Invitation.objects.for_tenant(tenant).filter(pk=invitation_id).first()
+        if invitation is None:
+            raise NotFound("invitation", invitation_id)
+        if invitation.is_open:
+            invitation.revoked_at = timezone.now()
+            invitation.save(update_fields=["revoked_at"])
+            _event(
+                tenant, "invite_revoke", actor, invitation.email or f"invitation {invitation.pk}"
+            )
+        return invitation
+
+
+def password_reset_link_allowed(*, tenant: Tenant, user: AbstractBaseUser) -> bool:
+    """A tenant admin may reset the password of a member who belongs to this tenant alone and
+    is not staff: anyone else's account reaches further than this tenant (a superuser does it)."""
+    if user.is_staff or user.is_superuser:
+        return False
+    with all_tenants_scope("a member's other tenants"):
+        others = Membership.objects.all_tenants().filter(user=user).exclude(tenant=tenant)
+        return not others.exists()
+
+
+def password_reset_token_make(
+    *, tenant: Tenant | None, user: AbstractBaseUser, actor: Actor
+) -> tuple[str, str]:
+    """(uid, token) of a one-time password-reset link for `user` (Django's reset tokens: used
+    up once the password changes, valid PASSWORD_RESET_TIMEOUT). Audited in the tenant."""
+    from django.contrib.auth.tokens import default_token_generator
+    from django.utils.encoding import force_bytes
+    from django.utils.http import urlsafe_base64_encode
+
+    if tenant is not None:
+        if not password_reset_link_allowed(tenant=tenant, user=user):
+            raise InvalidInput(
+                "username",
+                "this person belongs to other tenants too (or is staff): a superuser resets "
+                "their password",
+            )
+        with tenant_scope(tenant):
+            _event(tenant, "password_reset_link", actor, user.get_username())
+    return urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)
+
+
+@transaction.atomic
+def tenant_rename(*, tenant: Tenant, name: str, actor: Actor) -> Tenant:
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise InvalidInput("name", "must be 1-200 characters")
+    locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    before = locked.name
+    if before == name:
+        return locked
+    locked.name = name
+    locked.save(update_fields=["name"])
+    with tenant_scope(locked):
+        _event(locked, "tenant_rename", actor, locked.slug, before={"name": before},
+               after={"name": name})  # fmt: skip
+    tenant.name = name
+    return locked
 
 
 # -- API keys ---------------------------------------------------------------------------------
@@ -171,15 +355,39 @@ class CreatedApiKey:
     token: str  # shown once; only its hash is kept
 
 
+def _clean_key_scope_prefix(scope_prefix: str | None) -> str:
+    if not scope_prefix:
+        return ""
+    from facts.services import clean_scope  # scopes are facts' paths; one rule for them
+
+    return clean_scope(scope_prefix)
+
+
+def _clean_expiry(expires_at: datetime | None) -> datetime | None:
+    if expires_at is not None and expires_at <= timezone.now():
+        raise InvalidInput("expires_at", "must be in the future")
+    return expires_at
+
+
 def apikey_create(
-    *, tenant: Tenant, name: str, actor: Actor, scopes: list[str] | None = None
+    *,
+    tenant: Tenant,
+    name: str,
+    actor: Actor,
+    scopes: list[str] | None = None,
+    expires_at: datetime | None = None,
+    scope_prefix: str | None = None,
 ) -> CreatedApiKey:
+    """A new key; `expires_at` ends it (None: never), `scope_prefix` limits it to that scope
+    and below (None or "": the whole tenant)."""
     name = (name or "").strip()
     if not name or len(name) > 100:
         raise InvalidInput("name", "must be 1-100 characters")
     scopes = list(dict.fromkeys(scopes if scopes is not None else API_KEY_SCOPES))
     if not scopes or any(s not in API_KEY_SCOPES for s in scopes):
         raise InvalidInput("scopes", f"choose from {', '.join(API_KEY_SCOPES)}")
+    expires_at = _clean_expiry(expires_at)
+    limit = _clean_key_scope_prefix(scope_prefix)
     prefix = secrets.token_hex(6)
     token = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
     with tenant_scope(tenant):
@@ -190,31 +398,102 @@ def apikey_create(
             secret_hash=_hash_secret(token),
             scopes=scopes,
             created_by=str(actor),
+            expires_at=expires_at,
+            scope_prefix=limit,
         )
-        _event(tenant, "apikey_create", actor, f"{name} ({prefix})", after={"scopes": scopes})
+        after: dict[str, Any] = {"scopes": scopes}
+        if expires_at:
+            after["expires_at"] = expires_at.isoformat()
+        if limit:
+            after["scope_prefix"] = limit
+        _event(tenant, "apikey_create", actor, f"{name} ({prefix})", after=after)
     return CreatedApiKey(key=key, token=token)
 
 
 _DUMMY_HASH = _hash_secret("no such key")
 
 
-def apikey_verify(*, token: str) -> ApiKey | None:
-    """The active key this token belongs to, or None. Takes the same time for every miss."""
+def apikey_verify(*, token: str, address: str | None = None) -> ApiKey | None:
+    """The usable key this token belongs to, or None (unknown, wrong, revoked, expired, or an
+    old secret past its grace period). Takes the same time for every miss. `address`: where
+    the request came from, kept as the key's last address."""
     parts = (token or "").strip().split("_", 2)
     prefix = parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX else ""
     # The key's tenant is what we are looking for, so this one lookup runs across tenants.
     with all_tenants_scope("API key verification"):
         key = ApiKey.objects.all_tenants().select_related("tenant").filter(prefix=prefix).first()
+    given = _hash_secret(token or "")
     expected = key.secret_hash if key is not None else _DUMMY_HASH
-    matches = hmac.compare_digest(expected, _hash_secret(token or ""))
-    if key is None or not matches or key.revoked_at is not None:
-        return None
+    matches = hmac.compare_digest(expected, given)
     now = timezone.now()
-    if key.last_used_at is None or now - key.last_used_at > _LAST_USED_EVERY:
+    previous = key.previous_secret_hash if key is not None and key.previous_secret_hash else ""
+    if previous and hmac.compare_digest(previous, given):
+        matches = key.previous_valid_until is not None and now < key.previous_valid_until
+    if key is None or not matches or not key.is_active:
+        return None
+    stale = key.last_used_at is None or now - key.last_used_at > _LAST_USED_EVERY
+    moved = address is not None and address != key.last_used_from
+    if stale or moved:
+        changes: dict[str, Any] = {"last_used_at": now}
+        if address is not None:
+            changes["last_used_from"] = address
         with tenant_scope(key.tenant):
-            ApiKey.objects.for_tenant(key.tenant).filter(pk=key.pk).update(last_used_at=now)
+            ApiKey.objects.for_tenant(key.tenant).filter(pk=key.pk).update(**changes)
         key.last_used_at = now
+        if address is not None:
+            key.last_used_from = address
     return key
+
+
+def apikey_usage_record(*, key: ApiKey) -> None:
+    """Count one request made with the key, in today's row (UTC)."""
+    with tenant_scope(key.tenant_id), connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO tenants_apikeyusage (tenant_id, key_id, day, requests) "
+            "VALUES (%s, %s, (now() AT TIME ZONE 'UTC')::date, 1) "
+            "ON CONFLICT (key_id, day) DO UPDATE SET requests = tenants_apikeyusage.requests + 1",
+            [key.tenant_id, key.pk],
+        )
+
+
+ROTATION_GRACE_MAX = timedelta(days=30)
+
+
+def apikey_rotate(
+    *, tenant: Tenant, key_id: int, actor: Actor, grace: timedelta = timedelta(hours=24)
+) -> CreatedApiKey:
+    """A new secret for the key; the old one keeps working for `grace` (at most 30 days), so
+    that the programs using it can be changed one by one."""
+    if grace < timedelta(0) or grace > ROTATION_GRACE_MAX:
+        raise InvalidInput("grace_hours", "must be between 0 and 720 hours")
+    with tenant_scope(tenant):
+        key = ApiKey.objects.for_tenant(tenant).select_for_update().filter(pk=key_id).first()
+        if key is None:
+            raise NotFound("API key", key_id)
+        if not key.is_active:
+            raise InvalidInput("key", "a revoked or expired key cannot be rotated")
+        now = timezone.now()
+        token = f"{KEY_PREFIX}_{key.prefix}_{secrets.token_urlsafe(32)}"
+        key.previous_secret_hash = key.secret_hash
+        key.previous_valid_until = now + grace
+        key.secret_hash = _hash_secret(token)
+        key.rotated_at = now
+        key.save(
+            update_fields=[
+                "previous_secret_hash",
+                "previous_valid_until",
+                "secret_hash",
+                "rotated_at",
+            ]
+        )
+        _event(
+            tenant,
+            "apikey_rotate",
+            actor,
+            f"{key.name} ({key.prefix})",
+            after={"old_secret_valid_until": key.previous_valid_until.isoformat()},
+        )
+    return CreatedApiKey(key=key, token=token)
 
 
 def apikey_revoke(*, tenant: Tenant, key_id: int, actor: Actor) -> ApiKey:

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.authentication import (
+    BaseAuthentication,
+    SessionAuthentication,
+    get_authorization_header,
+)
 from rest_framework.exceptions import AuthenticationFailed
 
+from memoryadmin.api.throttling import charge_address
+from memoryadmin.security import client_ip
 from tenants.models import ApiKey
-from tenants.services import apikey_verify
+from tenants.scope import scope_limit_set
+from tenants.services import apikey_usage_record, apikey_verify
 
 
 class ApiKeyPrincipal:
@@ -40,17 +47,36 @@ class ApiKeyAuthentication(BaseAuthentication):
         if not parts or parts[0].lower() != self.keyword:
             return None  # not ours: the session (or nothing) decides
         if len(parts) != 2:
+            charge_address(request)
             raise AuthenticationFailed("send one key: Authorization: Bearer <API key>")
         try:
             token = parts[1].decode("ascii")
         except UnicodeDecodeError:
-            raise AuthenticationFailed("the API key is unknown or revoked") from None
-        key = apikey_verify(token=token)
+            token = ""
+        key = apikey_verify(token=token, address=client_ip(request)) if token else None
         if key is None:
-            # One answer for unknown, wrong and revoked keys: nothing to learn by trying.
-            raise AuthenticationFailed("the API key is unknown or revoked")
+            # Guessing keys costs the address its anonymous rate (429 past it).
+            charge_address(request)
+            # One answer for unknown, wrong, expired and revoked keys: nothing to learn.
+            raise AuthenticationFailed("the API key is unknown, expired or revoked")
+        apikey_usage_record(key=key)
+        # Everything this request does is limited to the key's scope prefix (if it has one):
+        # the one place every surface that takes a key goes through (README: API keys).
+        # memoryadmin.security.ScopeLimitMiddleware lifts it when the request ends.
+        scope_limit_set(key.scope_prefix)
         return ApiKeyPrincipal(key), key
 
     def authenticate_header(self, request: HttpRequest) -> str:
         # Makes DRF answer 401 (not 403) when credentials are missing or wrong.
         return 'Bearer realm="mnemosyne"'
+
+
+class SessionOrAddressAuthentication(SessionAuthentication):
+    """A signed-in browser's session; a request with no credentials at all is counted against
+    its address here (429 past MNEMOSYNE_API_RATE_ANON), before it is refused with 401."""
+
+    def authenticate(self, request: HttpRequest) -> tuple[object, None] | None:
+        found = super().authenticate(request)
+        if found is None:
+            charge_address(request)
+        return found

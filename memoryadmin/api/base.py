@@ -29,6 +29,8 @@ class Need(enum.Enum):
     READ = "read"
     WRITE = "write"
     MANAGE = "manage"  # tenant administration: a signed-in admin, never an API key
+    PEOPLE = "people"  # who the members are and which keys exist: people only, never a key
+    WHOLE_TENANT = "whole_tenant"  # tenant-wide reads: not for a key limited to a scope
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,13 @@ class Access:
 def _refusal(access: Access, need: Need) -> str:
     if need is Need.MANAGE and access.is_key:
         return "only a signed-in admin can do this; API keys do not manage tenants"
+    if need is Need.PEOPLE:
+        return "API keys do not see the tenant's members and keys; a signed-in person does"
+    if need is Need.WHOLE_TENANT:
+        return (
+            "this API key is limited to a scope; what spans the whole tenant (entities, the "
+            "audit log, settings) needs a key without a scope limit"
+        )
     if access.is_key:
         return f"this API key has no '{need.value}' scope"
     return f"your role in {access.tenant.slug} is {access.role}: it may not {need.value}"
@@ -58,8 +67,10 @@ def resolve_access(request: Request, slug: str | None) -> Access:
     if key is not None:
         if slug is not None and slug != key.tenant.slug:
             raise NotFound("tenant", slug)
-        rights = frozenset(scope for scope in key.scopes if scope in ("read", "write"))
-        return Access(key.tenant, Actor.api_key(key), rights, None, key)
+        rights = {scope for scope in key.scopes if scope in ("read", "write")}
+        if not key.scope_prefix:
+            rights.add("whole_tenant")
+        return Access(key.tenant, Actor.api_key(key), frozenset(rights), None, key)
     if slug is None:
         raise InvalidInput(
             "tenant", "signed in as a person, name the tenant: /api/v1/tenants/<slug>/..."
@@ -68,7 +79,11 @@ def resolve_access(request: Request, slug: str | None) -> Access:
     role = membership_role(tenant=tenant, user=request.user)
     if role is None:
         raise NotFound("tenant", slug)
-    rights = frozenset({"read", "write", "manage"} if role == "admin" else {"read"})
+    rights = frozenset(
+        {"read", "write", "manage", "people", "whole_tenant"}
+        if role == "admin"
+        else {"read", "people", "whole_tenant"}
+    )
     return Access(tenant, Actor.user(request.user), rights, role)
 
 
@@ -97,6 +112,11 @@ class TenantViewSet(viewsets.ViewSet):
     does not say it (safe methods read, the others write); the rest is done here."""
 
     needs: dict[str, Need] = {}
+    # Endpoints of facts, recall and context work within a key's scope limit; every other
+    # endpoint spans the whole tenant and refuses a key limited to a scope.
+    within_scope_limit = False
+    # Endpoints about the tenant's people and keys: never answered to an API key.
+    about_people = False
     content_negotiation_class = FirstRenderer
     max_body_bytes: int | None = None  # default: settings.MNEMOSYNE_API_MAX_BODY_BYTES
     _access: Access | None = None
@@ -115,8 +135,12 @@ class TenantViewSet(viewsets.ViewSet):
         super().initial(request, *args, **kwargs)  # authentication (401), throttling (429)
         access = resolve_access(request, kwargs.get("tenant"))
         need = self.needed(request)
-        if need.value not in access.rights:
-            raise exceptions.PermissionDenied(_refusal(access, need))
+        extra = [Need.PEOPLE] if self.about_people else []
+        if not self.within_scope_limit:
+            extra.append(Need.WHOLE_TENANT)
+        for needed in (need, *extra):
+            if needed.value not in access.rights:
+                raise exceptions.PermissionDenied(_refusal(access, needed))
         self._access = access
 
     def needed(self, request: Request) -> Need:
