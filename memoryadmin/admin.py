@@ -1,6 +1,12 @@
 from django.contrib import admin
 
+from memoryadmin.accounts import admin_has_permission, admin_login
 from memoryadmin.models import ServiceHeartbeat
+
+# /admin/ signs in through the web admin's sign-in (throttled, with the second step), and lets
+# in someone with two-factor sign-in only once they gave a code.
+admin.site.login = admin_login  # type: ignore[method-assign]
+admin.site.has_permission = admin_has_permission  # type: ignore[method-assign]
 
 
 @admin.register(ServiceHeartbeat)

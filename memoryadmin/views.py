@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse, reverse_lazy
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -26,8 +23,10 @@ from facts.selectors import (
     fact_added_per_day,
     fact_counts,
 )
+from memoryadmin.accounts import language_cookie
 from memoryadmin.health import check_beat, check_broker, check_worker, health_report
-from memoryadmin.services import user_language_get, user_language_set
+from memoryadmin.security import is_local
+from memoryadmin.services import user_language_set
 from memoryadmin.web.charts import bar_chart, line_chart
 from memoryadmin.web.forms import apply_errors
 from memoryadmin.web.pages import TenantPage, tenant_page, tenant_url
@@ -42,51 +41,16 @@ from tenants.services import tenant_create
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when every part is up; 503 naming the failing parts otherwise."""
+    """200 when every part is up; 503 naming the failing parts otherwise. The details (paths,
+    versions, host names) only for signed-in staff and for requests from this machine."""
     report = health_report()
-    return JsonResponse(report, status=200 if not report["failing"] else 503)
+    status = 200 if not report["failing"] else 503
+    if not (is_local(request) or (request.user.is_authenticated and request.user.is_staff)):
+        report = {"status": report["status"], "failing": report["failing"]}
+    return JsonResponse(report, status=status)
 
 
 # -- signing in and out, password, language -----------------------------------------------------
-
-
-def _language_cookie(response: HttpResponse, language: str) -> HttpResponse:
-    """Django's LocaleMiddleware reads this cookie first, the browser's Accept-Language next."""
-    if language:
-        response.set_cookie(
-            settings.LANGUAGE_COOKIE_NAME,
-            language,
-            max_age=settings.LANGUAGE_COOKIE_AGE,
-            samesite=settings.LANGUAGE_COOKIE_SAMESITE,
-            secure=settings.LANGUAGE_COOKIE_SECURE,
-            httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
-        )
-    else:
-        response.delete_cookie(settings.LANGUAGE_COOKIE_NAME)
-    return response
-
-
-class SignInView(auth_views.LoginView):
-    template_name = "web/accounts/sign_in.html"
-    redirect_authenticated_user = True
-
-    def form_valid(self, form: Any) -> HttpResponse:
-        response = super().form_valid(form)
-        # The person's own language, wherever they sign in; none saved: the browser's.
-        return _language_cookie(response, user_language_get(user=form.get_user()))
-
-
-class SignOutView(auth_views.LogoutView):
-    next_page = reverse_lazy("web:login")
-
-
-class PasswordChangeView(auth_views.PasswordChangeView):
-    template_name = "web/accounts/password_change.html"
-    success_url = reverse_lazy("web:password_change_done")
-
-
-class PasswordChangeDoneView(auth_views.PasswordChangeDoneView):
-    template_name = "web/accounts/password_change_done.html"
 
 
 class LanguageForm(forms.Form):
@@ -112,7 +76,7 @@ def language(request: HttpRequest) -> HttpResponse:
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         target = reverse("home")
-    return _language_cookie(HttpResponseRedirect(target), chosen)
+    return language_cookie(HttpResponseRedirect(target), chosen)
 
 
 # -- the tenant switcher ------------------------------------------------------------------------

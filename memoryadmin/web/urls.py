@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memoryadmin import views
+from memoryadmin import accounts, views
 from memoryadmin.api import (
     urls as _api_urls,  # noqa: F401 - registers the id and username converters
 )
@@ -14,13 +14,32 @@ from memoryadmin.web.pages import tenant_urlpatterns
 app_name = "web"
 
 urlpatterns = [
-    path("accounts/sign-in/", views.SignInView.as_view(), name="login"),
-    path("accounts/sign-out/", views.SignOutView.as_view(), name="logout"),
-    path("accounts/password/", views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/sign-in/", accounts.SignInView.as_view(), name="login"),
+    path("accounts/sign-in/code/", accounts.sign_in_code, name="login_code"),
+    path("accounts/sign-out/", accounts.SignOutView.as_view(), name="logout"),
+    path("accounts/sign-up/<str:token>/", accounts.sign_up, name="sign_up"),
+    path("accounts/two-factor/", accounts.two_factor, name="two_factor"),
+    path("accounts/password/", accounts.PasswordChangeView.as_view(), name="password_change"),
     path(
         "accounts/password/done/",
-        views.PasswordChangeDoneView.as_view(),
+        accounts.PasswordChangeDoneView.as_view(),
         name="password_change_done",
+    ),
+    path("accounts/password/reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
+    path(
+        "accounts/password/reset/sent/",
+        accounts.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "accounts/password/reset/<uidb64>/<token>/",
+        accounts.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "accounts/password/reset/done/",
+        accounts.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
     ),
     path("accounts/language/", views.language, name="language"),
     path("tenants/new/", views.tenant_new, name="tenant_new"),
