@@ -287,3 +287,14 @@ def admin_has_permission(request: HttpRequest) -> bool:
     if not (user.is_active and user.is_staff):
         return False
     return bool(user.is_verified()) or confirmed_device(user) is None
+
+
+def lockout_response(
+    request: HttpRequest, original_response: Any = None, credentials: Any = None
+) -> HttpResponse:
+    """django-axes' answer to a locked-out sign-in: 429 and a page that says how long."""
+    minutes = round(settings.AXES_COOLOFF_TIME * 60)
+    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "cooloff_minutes": minutes}
+    response = render(request, "web/accounts/locked.html", context, status=429)
+    response["Retry-After"] = str(minutes * 60)
+    return response

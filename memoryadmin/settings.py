@@ -377,7 +377,7 @@ CONTENT_SECURITY_POLICY = {
 AXES_FAILURE_LIMIT = env_int("MNEMOSYNE_SIGNIN_FAILURE_LIMIT", 10, minimum=1)
 AXES_COOLOFF_TIME = env_int("MNEMOSYNE_SIGNIN_LOCKOUT_MINUTES", 15, minimum=1) / 60
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_LOCKOUT_TEMPLATE = "web/accounts/locked.html"
+AXES_LOCKOUT_CALLABLE = "memoryadmin.accounts.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "memoryadmin.security.client_ip"
 AXES_RESET_ON_SUCCESS = False
 AXES_VERBOSE = False

@@ -76,7 +76,10 @@ def test_password_change_checks_the_old_password_and_then_takes_the_new_one(owne
          "new_password2": "Tea-and-biscuits-7"},
     )  # fmt: skip
     assert good.status_code == 302 and good["Location"] == "/accounts/password/done/"
-    assert Client().login(username="olivia", password="Tea-and-biscuits-7")
+    signed_in = Client().post(
+        "/accounts/sign-in/", {"username": "olivia", "password": "Tea-and-biscuits-7"}
+    )
+    assert signed_in.status_code == 302 and signed_in["Location"] == "/"
 
 
 def test_the_browser_language_is_followed(owner) -> None:
