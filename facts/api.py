@@ -19,6 +19,7 @@ from facts.models import Category, EntityType, Fact, Kind, Status
 from facts.selectors import AUDIT_SOURCES, MAX_ID, MAX_PAGE, audit_actions
 from memoryadmin.api.base import Need, TenantViewSet, page
 from memoryadmin.api.parsers import JSONLinesParser, JSONLParser
+from memoryadmin.api.strict import StrictSerializer
 from tenants.services import audit_export_record
 
 _ALL = "all"
@@ -79,7 +80,7 @@ class FactPageOut(serializers.Serializer):
     )
 
 
-class FactListQuery(serializers.Serializer):
+class FactListQuery(StrictSerializer):
     scope = serializers.CharField(
         required=False, max_length=255, help_text="this scope and everything under it"
     )
@@ -96,14 +97,14 @@ class FactListQuery(serializers.Serializer):
     cursor = serializers.CharField(required=False, max_length=500)
 
 
-class PageQuery(serializers.Serializer):
+class PageQuery(StrictSerializer):
     status = serializers.ChoiceField(choices=STATUS_FILTER, default=Status.ACTIVE)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
     cursor = serializers.CharField(required=False, max_length=500)
 
 
-class FactCreateIn(serializers.Serializer):
-    content = serializers.CharField(max_length=services.MAX_CONTENT_BYTES, trim_whitespace=True)
+class FactCreateIn(StrictSerializer):
+    content = serializers.CharField(max_length=services.MAX_CONTENT_CHARS, trim_whitespace=True)
     kind = serializers.ChoiceField(choices=Kind.choices, default=Kind.FACT)
     scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
@@ -133,8 +134,8 @@ class FactCreatedOut(serializers.Serializer):
     fact = FactOut()
 
 
-class FactUpdateIn(serializers.Serializer):
-    content = serializers.CharField(required=False, max_length=services.MAX_CONTENT_BYTES)
+class FactUpdateIn(StrictSerializer):
+    content = serializers.CharField(required=False, max_length=services.MAX_CONTENT_CHARS)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     tags = serializers.ListField(
         child=serializers.CharField(max_length=64), required=False, max_length=services.MAX_TAGS
@@ -145,7 +146,7 @@ class FactUpdateIn(serializers.Serializer):
     )
 
 
-class FeedbackIn(serializers.Serializer):
+class FeedbackIn(StrictSerializer):
     helpful = serializers.BooleanField(help_text="true: trust +0.05; false: trust -0.10")
 
 
@@ -157,7 +158,7 @@ class FeedbackOut(serializers.Serializer):
     unhelpful_count = serializers.IntegerField()
 
 
-class PurgeIn(serializers.Serializer):
+class PurgeIn(StrictSerializer):
     reason = serializers.CharField(max_length=500, help_text="kept in the audit trail")
 
 
@@ -201,7 +202,7 @@ class EntityPageOut(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-class EntityListQuery(serializers.Serializer):
+class EntityListQuery(StrictSerializer):
     q = serializers.CharField(
         required=False, max_length=200, help_text="part of a name, or an alias"
     )
@@ -229,7 +230,7 @@ class AuditPageOut(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-class AuditQuery(serializers.Serializer):
+class AuditQuery(StrictSerializer):
     source = serializers.ChoiceField(choices=AUDIT_SOURCES, required=False)
     action = serializers.ChoiceField(choices=audit_actions(), required=False)
     actor = serializers.CharField(

@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from facts.models import Category, EntityType, Kind, Status
 from facts.selectors import MAX_ID, audit_actions
-from facts.services import MAX_CONTENT_BYTES
+from facts.services import MAX_CONTENT_CHARS
 from memoryadmin.web.forms import DateInput
 
 ALL = "all"
@@ -75,7 +75,7 @@ class FactFilterForm(forms.Form):
 
 class FactAddForm(forms.Form):
     content = forms.CharField(
-        label=_("Content"), max_length=MAX_CONTENT_BYTES, widget=forms.Textarea(attrs={"rows": 4})
+        label=_("Content"), max_length=MAX_CONTENT_CHARS, widget=forms.Textarea(attrs={"rows": 4})
     )
     scope = forms.CharField(
         label=_("Scope"),

@@ -37,7 +37,8 @@ from tenants.models import Tenant
 from tenants.scope import current_scope_limit, scope_within, tenant_scope
 from tenants.validation import check_storable
 
-MAX_CONTENT_BYTES = 16 * 1024
+# In characters, as the API's schema states it (a Chinese character is 3 bytes of UTF-8).
+MAX_CONTENT_CHARS = 16_384
 MAX_METADATA_BYTES = 16 * 1024
 MAX_TAGS = 20
 TRUST_HELPFUL = 0.05
@@ -57,8 +58,8 @@ def clean_content(content: Any) -> str:
     text = content.replace("\x00", "").strip()
     if not text:
         raise InvalidInput("content", "must not be empty")
-    if len(text.encode()) > MAX_CONTENT_BYTES:
-        raise InvalidInput("content", f"is longer than {MAX_CONTENT_BYTES // 1024} KiB")
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InvalidInput("content", f"is longer than {MAX_CONTENT_CHARS:,} characters")
     return text
 
 
@@ -618,7 +619,9 @@ def fact_import(
     """Add facts from JSON Lines (one object with fact_add's fields per line), reporting each
     line. A bad line is reported and skipped, the others are stored; blank lines are ignored.
     The whole import is one transaction: it lands completely or not at all."""
-    numbered = [(n, raw.strip()) for n, raw in enumerate(lines, 1) if raw.strip()]
+    # A byte-order mark (a file saved by an editor, or files joined) is not part of the JSON.
+    numbered = [(n, raw.strip().lstrip("\ufeff").strip()) for n, raw in enumerate(lines, 1)]
+    numbered = [(n, raw) for n, raw in numbered if raw]
     if not numbered:
         raise InvalidInput("body", "no facts: send one JSON object per line")
     if len(numbered) > max_lines:

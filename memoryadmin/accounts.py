@@ -215,9 +215,7 @@ def sign_up(request: HttpRequest, token: str) -> HttpResponse:
             )
             return redirect("web:login")
     context = {"form": form, "invitation": invitation, "tenant_name": invitation.tenant.name}
-    return render(
-        request, "web/accounts/sign_up.html", context, status=400 if form.errors else 200
-    )
+    return render(request, "web/accounts/sign_up.html", context, status=400 if form.errors else 200)
 
 
 # -- two-factor set-up ------------------------------------------------------------------------

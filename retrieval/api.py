@@ -10,12 +10,13 @@ from rest_framework.response import Response
 from facts.api import FactOut
 from facts.models import Category, Kind
 from memoryadmin.api.base import Need, TenantViewSet
+from memoryadmin.api.strict import StrictSerializer
 from retrieval.context import context_cached, retrievals_record
 from retrieval.latency import recall_latency_note
 from retrieval.search import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_search
 
 
-class RecallIn(serializers.Serializer):
+class RecallIn(StrictSerializer):
     query = serializers.CharField(max_length=MAX_QUERY_CHARS, help_text="what to remember")
     k = serializers.IntegerField(default=10, min_value=1, max_value=MAX_K)
     scope = serializers.CharField(
@@ -58,7 +59,7 @@ class RecallOut(serializers.Serializer):
     timings_ms = serializers.DictField(child=serializers.FloatField())
 
 
-class ContextIn(serializers.Serializer):
+class ContextIn(StrictSerializer):
     query = serializers.CharField(
         required=False, allow_blank=True, max_length=MAX_QUERY_CHARS,
         help_text="the user's message; its recall results fill the last level",

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from memoryadmin.api.base import Need, TenantViewSet, check_body_size
 from memoryadmin.api.parsers import FirstRenderer
+from memoryadmin.api.strict import StrictSerializer
 from tenants import selectors, services
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
@@ -47,13 +48,13 @@ def _tenant_data(tenant: Tenant, role: str | None) -> dict[str, Any]:
     return data
 
 
-class TenantCreateIn(serializers.Serializer):
+class TenantCreateIn(StrictSerializer):
     slug = serializers.CharField(max_length=63)
     name = serializers.CharField(max_length=200)
     settings = serializers.DictField(child=serializers.FloatField(), required=False)
 
 
-class TenantUpdateIn(serializers.Serializer):
+class TenantUpdateIn(StrictSerializer):
     settings = serializers.DictField(
         child=serializers.FloatField(),
         help_text=f"settings to change; known: {', '.join(sorted(DEFAULT_TENANT_SETTINGS))}",
@@ -66,12 +67,12 @@ class MemberOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class MemberIn(serializers.Serializer):
+class MemberIn(StrictSerializer):
     username = serializers.CharField(max_length=150, help_text="an existing user")
     role = serializers.ChoiceField(choices=Role.choices)
 
 
-class RoleIn(serializers.Serializer):
+class RoleIn(StrictSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
 
 
@@ -83,15 +84,23 @@ class ApiKeyOut(serializers.Serializer):
     created_by = serializers.CharField()
     created_at = serializers.DateTimeField()
     last_used_at = serializers.DateTimeField(allow_null=True)
+    last_used_from = serializers.CharField(allow_null=True, help_text="the last request's address")
     revoked_at = serializers.DateTimeField(allow_null=True)
-    active = serializers.BooleanField(source="is_active")
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="null: never")
+    scope_prefix = serializers.CharField(
+        help_text="the key reads and writes this scope and below only; empty: the whole tenant"
+    )
+    previous_valid_until = serializers.DateTimeField(
+        allow_null=True, help_text="after a rotation: the old secret works until then"
+    )
+    active = serializers.BooleanField(source="is_active", help_text="not revoked, not expired")
 
 
 class ApiKeyCreatedOut(ApiKeyOut):
     token = serializers.CharField(help_text="the secret: shown this once, never again")
 
 
-class ApiKeyIn(serializers.Serializer):
+class ApiKeyIn(StrictSerializer):
     name = serializers.CharField(max_length=100, help_text="e.g. the Hermes profile using it")
     scopes = serializers.ListField(
         child=serializers.ChoiceField(choices=API_KEY_SCOPES),
@@ -99,6 +108,24 @@ class ApiKeyIn(serializers.Serializer):
         min_length=1,
         max_length=2,
         help_text="read, write or both (the default)",
+    )
+    expires_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="when the key stops working; null: never"
+    )
+    scope_prefix = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        help_text="limit the key to this scope and below (e.g. team:research); empty: none",
+    )
+
+
+class ApiKeyRotateIn(StrictSerializer):
+    grace_hours = serializers.IntegerField(
+        min_value=0,
+        max_value=720,
+        default=24,
+        help_text="how long the old secret keeps working (hours)",
     )
 
 
@@ -119,7 +146,7 @@ class RetentionOut(serializers.Serializer):
     updated_at = serializers.DateTimeField(allow_null=True)
 
 
-class RetentionIn(serializers.Serializer):
+class RetentionIn(StrictSerializer):
     archive_after_days_unretrieved = serializers.IntegerField(
         **services.retention_range("archive_after_days_unretrieved"),
         allow_null=True,
@@ -355,14 +382,18 @@ _KEY = {
     "created_by": "user:1:olivia",
     "created_at": "2026-12-02T09:30:00Z",
     "last_used_at": None,
+    "last_used_from": None,
     "revoked_at": None,
+    "expires_at": None,
+    "scope_prefix": "",
+    "previous_valid_until": None,
     "active": True,
 }
 
 
 class ApiKeyViewSet(TenantViewSet):
     about_people = True
-    needs = {"create": Need.MANAGE, "destroy": Need.MANAGE}
+    needs = {"create": Need.MANAGE, "destroy": Need.MANAGE, "rotate": Need.MANAGE}
 
     @extend_schema(
         summary="List API keys (secrets are never shown again)",
@@ -420,6 +451,36 @@ class ApiKeyViewSet(TenantViewSet):
     def destroy(self, request: Request, key_id: int, tenant: str | None = None) -> Response:
         key = services.apikey_revoke(tenant=self.tenant, key_id=key_id, actor=self.actor)
         return Response(ApiKeyOut(key).data)
+
+    @extend_schema(
+        summary="Rotate an API key (admins): a new secret, the old one valid for a while",
+        request=ApiKeyRotateIn,
+        responses={200: ApiKeyCreatedOut},
+        examples=[
+            OpenApiExample("a day of grace", value={"grace_hours": 24}, request_only=True),
+            OpenApiExample(
+                "rotated",
+                value=_KEY
+                | {
+                    "previous_valid_until": "2026-12-04T09:30:00Z",
+                    "token": "mnm_3f9a1c0b2d4e_bmV3c2VjcmV0bmV3c2VjcmV0bmV3c2VjcmV0",
+                },
+                response_only=True,
+            ),
+        ],
+        tags=["api keys"],
+    )
+    def rotate(self, request: Request, key_id: int, tenant: str | None = None) -> Response:
+        from datetime import timedelta
+
+        data = _valid(ApiKeyRotateIn, request.data)
+        rotated = services.apikey_rotate(
+            tenant=self.tenant,
+            key_id=key_id,
+            actor=self.actor,
+            grace=timedelta(hours=data["grace_hours"]),
+        )
+        return Response(ApiKeyOut(rotated.key).data | {"token": rotated.token})
 
 
 # -- retention --------------------------------------------------------------------------------

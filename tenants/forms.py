@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from tenants.models import Role
 from tenants.services import API_KEY_SCOPES, retention_range
 
+ROLE_NAMES = [(Role.ADMIN, _("admin")), (Role.AUDITOR, _("auditor"))]
 ROLE_CHOICES = [(Role.ADMIN, _("admin: reads and changes")), (Role.AUDITOR, _("auditor: reads"))]
 
 
@@ -22,11 +23,42 @@ class RoleForm(forms.Form):
     role = forms.ChoiceField(label=_("Role"), choices=ROLE_CHOICES)
 
 
+class InviteForm(forms.Form):
+    role = forms.ChoiceField(label=_("Role"), choices=ROLE_CHOICES, initial=Role.AUDITOR)
+    email = forms.EmailField(
+        label=_("E-mail (optional)"),
+        required=False,
+        help_text=_("The link is also sent there when this server sends mail."),
+    )
+
+
+class ApiKeyRotateForm(forms.Form):
+    grace_hours = forms.IntegerField(
+        label=_("Old secret still works for (hours)"), min_value=0, max_value=720, initial=24
+    )
+
+
 class ApiKeyForm(forms.Form):
     name = forms.CharField(
         label=_("Name"),
         max_length=100,
         help_text=_("Who uses it, e.g. the Hermes profile: hermes-research"),
+    )
+    expires_in_days = forms.IntegerField(
+        label=_("Expires after (days)"),
+        required=False,
+        min_value=1,
+        max_value=3650,
+        help_text=_("empty: never"),
+    )
+    scope_prefix = forms.CharField(
+        label=_("Only this scope"),
+        required=False,
+        max_length=255,
+        help_text=_(
+            "e.g. team:research: the key reads and writes that scope and below only; "
+            "empty: the whole tenant"
+        ),
     )
     scopes = forms.MultipleChoiceField(
         label=_("May"),

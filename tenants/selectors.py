@@ -3,11 +3,23 @@ or evaluated lists, never a lazy queryset that could run later outside the scope
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, date, timedelta
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
 
 from tenants.errors import NotFound
-from tenants.models import ApiKey, Membership, RetentionPolicy, Tenant, TenantEvent
+from tenants.models import (
+    ApiKey,
+    ApiKeyUsage,
+    Invitation,
+    Membership,
+    RetentionPolicy,
+    Tenant,
+    TenantEvent,
+)
 from tenants.scope import all_tenants_scope, tenant_scope
 
 
@@ -85,6 +97,47 @@ def apikey_get(*, tenant: Tenant, key_id: int) -> ApiKey:
 def apikey_list(*, tenant: Tenant) -> list[ApiKey]:
     with tenant_scope(tenant):
         return list(ApiKey.objects.for_tenant(tenant).order_by("-created_at", "-id"))
+
+
+@dataclass(frozen=True)
+class KeyUsage:
+    today: int
+    last_7_days: int
+    per_day: list[tuple[date, int]]  # the last 7 days, oldest first, days without use as 0
+
+
+def apikey_usage(*, tenant: Tenant, days: int = 7) -> dict[int, KeyUsage]:
+    """Requests per key and day (UTC) over the last `days` days, by key id."""
+    today = timezone.now().astimezone(UTC).date()
+    first = today - timedelta(days=days - 1)
+    with tenant_scope(tenant):
+        rows = list(
+            ApiKeyUsage.objects.for_tenant(tenant)
+            .filter(day__gte=first)
+            .values_list("key_id", "day", "requests")
+        )
+    counts: dict[int, dict[date, int]] = {}
+    for key_id, day, requests in rows:
+        counts.setdefault(key_id, {})[day] = requests
+    calendar = [first + timedelta(days=n) for n in range(days)]
+    return {
+        key_id: KeyUsage(
+            today=by_day.get(today, 0),
+            last_7_days=sum(by_day.values()),
+            per_day=[(day, by_day.get(day, 0)) for day in calendar],
+        )
+        for key_id, by_day in counts.items()
+    }
+
+
+def invitation_list(*, tenant: Tenant) -> list[Invitation]:
+    """Invitations still open (not used, withdrawn or expired), newest first."""
+    with tenant_scope(tenant):
+        return list(
+            Invitation.objects.for_tenant(tenant)
+            .filter(used_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now())
+            .order_by("-created_at", "-id")
+        )
 
 
 def retention_policy_get(*, tenant: Tenant) -> RetentionPolicy:

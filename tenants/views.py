@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
+import logging
 import shlex
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
+from django.core.mail import send_mail
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from facts.selectors import retention_preview
 from facts.services import clean_scope
 from memoryadmin.web.forms import apply_errors
-from memoryadmin.web.pages import TenantPage, WriteAction, tenant_page
+from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page, tenant_url
 from tenants import selectors, services
 from tenants.errors import InvalidInput, NotFound
-from tenants.forms import ApiKeyForm, HermesForm, MemberForm, RetentionForm, RoleForm
+from tenants.forms import (
+    ROLE_NAMES,
+    ApiKeyForm,
+    ApiKeyRotateForm,
+    HermesForm,
+    InviteForm,
+    MemberForm,
+    RetentionForm,
+    RoleForm,
+)
 from tenants.models import ApiKey, RetentionPolicy
+
+logger = logging.getLogger(__name__)
 
 # -- retention --------------------------------------------------------------------------------
 
@@ -87,13 +104,50 @@ class RetentionPreviewPage(TenantPage):
 
 # -- members ----------------------------------------------------------------------------------
 
+# A link shown once (an invitation or a password reset): kept in the session between the POST
+# and the page it redirects to, which takes it out (POST-redirect-GET: a reload shows nothing).
+_ONCE = "mnemosyne_show_once"
 
-def _members_page(view: TenantPage, form: MemberForm, status: int = 200) -> HttpResponse:
-    """The members page; the add action renders it too, with its form's errors."""
+
+def _show_once(request: HttpRequest, kind: str, **values: Any) -> None:
+    request.session[_ONCE] = {"kind": kind, **values}
+
+
+def _take_once(request: HttpRequest, kind: str) -> dict[str, Any] | None:
+    shown = request.session.get(_ONCE)
+    if not shown or shown.get("kind") != kind:
+        return None
+    del request.session[_ONCE]
+    return shown
+
+
+def _members_page(
+    view: TenantPage,
+    form: MemberForm,
+    status: int = 200,
+    invite_form: InviteForm | None = None,
+) -> HttpResponse:
+    """The members page; the add and invite actions render it too, with their form's errors."""
     members = selectors.membership_list(tenant=view.tenant)
+    can_write = view.access.can_write
+    rows = [
+        (
+            m,
+            RoleForm(initial={"role": m.role}),
+            can_write and services.password_reset_link_allowed(tenant=view.tenant, user=m.user),
+        )
+        for m in members
+    ]
     return view.render(
         "web/members.html",
-        {"members": [(m, RoleForm(initial={"role": m.role})) for m in members], "form": form},
+        {
+            "members": rows,
+            "form": form,
+            "invite_form": invite_form or InviteForm(),
+            "invitations": selectors.invitation_list(tenant=view.tenant) if can_write else [],
+            "shown_link": _take_once(view.request, "member_link") if can_write else None,
+            "mail_enabled": settings.MNEMOSYNE_MAIL_ENABLED,
+        },
         status=status,
     )
 
@@ -116,28 +170,112 @@ class MemberAddAction(WriteAction):
             except NotFound:
                 form.add_error(
                     "username",
-                    _("No active account is called %(name)s. A superuser creates accounts.")
+                    _("No active account is called %(name)s. Invite the person instead.")
                     % {"name": username},
                 )
             except InvalidInput as error:
                 apply_errors(form, error)
             else:
                 messages.success(
-                    request, _("%(name)s is now %(role)s.") % {"name": username, "role": role}
+                    request,
+                    _("%(name)s is now %(role)s.") % {"name": username, "role": role_label(role)},
                 )
                 return redirect(self.url("members"))
         return _members_page(self, form, status=400)
+
+
+def _send(to: str, subject: str, body: str) -> bool:
+    """Mail when the server is configured for it; False when not sent (the link is shown)."""
+    if not (settings.MNEMOSYNE_MAIL_ENABLED and to):
+        return False
+    try:
+        send_mail(subject, body, None, [to])
+    except OSError:
+        logger.warning("mail to %s not sent", to, exc_info=True)
+        return False
+    return True
+
+
+@tenant_page("members/invite", name="member_invite", section="members")
+class MemberInviteAction(WriteAction):
+    """A one-time sign-up link for a new member; shown once, and mailed when mail is set up."""
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = InviteForm(request.POST)
+        if form.is_valid():
+            try:
+                created = services.invitation_create(
+                    tenant=self.tenant,
+                    role=form.cleaned_data["role"],
+                    email=form.cleaned_data["email"],
+                    actor=self.actor,
+                )
+            except InvalidInput as error:
+                apply_errors(form, error)
+            else:
+                link = request.build_absolute_uri(
+                    reverse("web:sign_up", kwargs={"token": created.token})
+                )
+                mailed = _send(
+                    created.invitation.email,
+                    _("You are invited to %(tenant)s on Mnemosyne") % {"tenant": self.tenant.name},
+                    _("Make your account with this link (it works once, for %(days)d days):")
+                    % {"days": settings.MNEMOSYNE_INVITE_DAYS}
+                    + f"\n{link}\n",
+                )
+                _show_once(request, "member_link", what="invite", link=link, mailed=mailed)
+                return redirect(self.url("members"))
+        return _members_page(self, MemberForm(), status=400, invite_form=form)
+
+
+@tenant_page("invitations/<id:invitation_id>/withdraw", name="invite_revoke", section="members")
+class InviteRevokeAction(WriteAction):
+    def post(self, request: HttpRequest, invitation_id: int) -> HttpResponse:
+        services.invitation_revoke(
+            tenant=self.tenant, invitation_id=invitation_id, actor=self.actor
+        )  # 404
+        messages.success(request, _("The invitation is withdrawn: its link no longer works."))
+        return redirect(self.url("members"))
+
+
+@tenant_page("members/<username:username>/reset-link", name="member_reset", section="members")
+class MemberResetLinkAction(WriteAction):
+    """A one-time password-reset link for a member who belongs to this tenant alone."""
+
+    def post(self, request: HttpRequest, username: str) -> HttpResponse:
+        member = selectors.membership_get(tenant=self.tenant, username=username)  # 404
+        try:
+            uid, token = services.password_reset_token_make(
+                tenant=self.tenant, user=member.user, actor=self.actor
+            )
+        except InvalidInput as error:
+            messages.error(request, error.message)
+            return redirect(self.url("members"))
+        link = request.build_absolute_uri(
+            reverse("web:password_reset_confirm", kwargs={"uidb64": uid, "token": token})
+        )
+        mailed = _send(
+            member.user.email,
+            _("Mnemosyne: reset your password"),
+            _("Choose a new password with this link (it works once):") + f"\n{link}\n",
+        )
+        _show_once(request, "member_link", what="reset", link=link, mailed=mailed, name=username)
+        return redirect(self.url("members"))
+
+
+def _refuse_self(view: TenantPage, request: HttpRequest) -> HttpResponse:
+    """An admin does not demote or remove themselves by a slip of the mouse; another admin
+    can (the last admin of a tenant is kept by the services, whoever asks)."""
+    messages.error(request, _("You cannot change your own membership here; another admin can."))
+    return redirect(view.url("members"))
 
 
 def _is_self(request: HttpRequest, member: Any) -> bool:
     return member.user_id == request.user.pk
 
 
-def _refuse_self(view: TenantPage, request: HttpRequest) -> HttpResponse:
-    """An admin does not demote or remove themselves by a slip of the mouse (they could lock
-    the tenant out of its last admin); another admin can."""
-    messages.error(request, _("You cannot change your own membership here; another admin can."))
-    return redirect(view.url("members"))
+def role_label(role: str) -> str:
+    return str(dict(ROLE_NAMES).get(role, role))
 
 
 @tenant_page("members/<username:username>/role", name="member_role", section="members")
@@ -150,13 +288,18 @@ class MemberRoleAction(WriteAction):
         if not form.is_valid():
             messages.error(request, _("Choose admin or auditor."))
             return redirect(self.url("members"))
-        services.membership_set(
-            tenant=self.tenant, user=member.user, role=form.cleaned_data["role"], actor=self.actor
-        )
-        messages.success(
-            request,
-            _("%(name)s is now %(role)s.") % {"name": username, "role": form.cleaned_data["role"]},
-        )
+        role = form.cleaned_data["role"]
+        try:
+            services.membership_set(
+                tenant=self.tenant, user=member.user, role=role, actor=self.actor
+            )
+        except InvalidInput as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(
+                request,
+                _("%(name)s is now %(role)s.") % {"name": username, "role": role_label(role)},
+            )
         return redirect(self.url("members"))
 
 
@@ -166,8 +309,12 @@ class MemberRemoveAction(WriteAction):
         member = selectors.membership_get(tenant=self.tenant, username=username)  # 404
         if _is_self(request, member):
             return _refuse_self(self, request)
-        services.membership_remove(tenant=self.tenant, user=member.user, actor=self.actor)
-        messages.success(request, _("%(name)s is no longer a member.") % {"name": username})
+        try:
+            services.membership_remove(tenant=self.tenant, user=member.user, actor=self.actor)
+        except InvalidInput as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(request, _("%(name)s is no longer a member.") % {"name": username})
         return redirect(self.url("members"))
 
 
@@ -193,7 +340,13 @@ def _placeholder(key: ApiKey) -> str:
 def _keys_page(view: TenantPage, form: ApiKeyForm, status: int = 200) -> HttpResponse:
     return view.render(
         "web/keys.html",
-        {"keys": selectors.apikey_list(tenant=view.tenant), "form": form},
+        {
+            "keys": selectors.apikey_list(tenant=view.tenant),
+            "usage": selectors.apikey_usage(tenant=view.tenant),
+            "form": form,
+            "rotate_form": ApiKeyRotateForm(),
+            "now": timezone.now(),
+        },
         status=status,
     )
 
@@ -204,35 +357,85 @@ class ApiKeysPage(TenantPage):
         return _keys_page(self, ApiKeyForm())
 
 
+_NEW_SECRET = "mnemosyne_new_key"  # noqa: S105 - a session key name, not a secret
+
+
+def _secret_once(request: HttpRequest, key: ApiKey, token: str) -> HttpResponse:
+    """Keep the secret for the one GET that shows it (POST-redirect-GET: a reload of that
+    page shows no secret, and a reload of the POST cannot make a second key)."""
+    request.session[_NEW_SECRET] = {"key": key.pk, "token": token}
+    return redirect(tenant_url(key.tenant, "key_created", key_id=key.pk))
+
+
 @tenant_page("keys/new", name="key_new", section="keys")
 class ApiKeyNewAction(WriteAction):
-    """Make a key and show its secret, this once: it is in this response and nowhere else."""
+    """Make a key; its secret is shown once, on the page this redirects to."""
 
     def post(self, request: HttpRequest) -> HttpResponse:
         form = ApiKeyForm(request.POST)
         if form.is_valid():
+            days = form.cleaned_data["expires_in_days"]
             try:
                 created = services.apikey_create(
                     tenant=self.tenant,
                     name=form.cleaned_data["name"],
                     scopes=form.cleaned_data["scopes"],
+                    expires_at=timezone.now() + timedelta(days=days) if days else None,
+                    scope_prefix=form.cleaned_data["scope_prefix"],
                     actor=self.actor,
                 )
             except InvalidInput as error:
-                apply_errors(form, error)
+                apply_errors(form, error, {"expires_at": "expires_in_days"})
             else:
-                response = self.render(
-                    "web/key_created.html",
-                    {
-                        "key": created.key,
-                        "token": created.token,
-                        "command": hermes_install_command(token=created.token),
-                    },
-                    status=201,
-                )
-                response["Cache-Control"] = "no-store"  # the secret must not be kept anywhere
-                return response
+                return _secret_once(request, created.key, created.token)
         return _keys_page(self, form, status=400)
+
+
+@tenant_page("keys/<id:key_id>/created", name="key_created", section="keys")
+class ApiKeyCreatedPage(TenantPage):
+    """The new secret, the one time it is shown; afterwards (a reload) only that it was."""
+
+    need_get = Need.WRITE
+
+    def get(self, request: HttpRequest, key_id: int) -> HttpResponse:
+        key = selectors.apikey_get(tenant=self.tenant, key_id=key_id)  # 404
+        held = request.session.get(_NEW_SECRET)
+        token = None
+        if held and held.get("key") == key.pk:
+            token = held["token"]
+            del request.session[_NEW_SECRET]
+        context = {
+            "key": key,
+            "token": token,
+            "command": hermes_install_command(token=token, scope=key.scope_prefix)
+            if token
+            else None,
+        }
+        response = self.render("web/key_created.html", context)
+        response["Cache-Control"] = "no-store"  # the secret must not be kept anywhere
+        return response
+
+
+@tenant_page("keys/<id:key_id>/rotate", name="key_rotate", section="keys")
+class ApiKeyRotateAction(WriteAction):
+    """A new secret for the key; the old one keeps working for the grace period."""
+
+    def post(self, request: HttpRequest, key_id: int) -> HttpResponse:
+        form = ApiKeyRotateForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, _("The grace period is 0 to 720 hours."))
+            return redirect(self.url("keys"))
+        try:
+            rotated = services.apikey_rotate(
+                tenant=self.tenant,
+                key_id=key_id,
+                actor=self.actor,
+                grace=timedelta(hours=form.cleaned_data["grace_hours"]),
+            )  # 404
+        except InvalidInput as error:
+            messages.error(request, error.message)
+            return redirect(self.url("keys"))
+        return _secret_once(request, rotated.key, rotated.token)
 
 
 @tenant_page("keys/<id:key_id>/revoke", name="key_revoke", section="keys")

@@ -83,6 +83,11 @@ def _tenant_routes() -> list[URLPattern]:
             name="api-key",
         ),
         path(
+            "api-keys/<id:key_id>/rotate",
+            ApiKeyViewSet.as_view({"post": "rotate"}),
+            name="api-key-rotate",
+        ),
+        path(
             "retention",
             RetentionViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
             name="retention",

@@ -92,3 +92,9 @@ TERMS = {
 @register.filter
 def term(code: str) -> str:
     return str(TERMS.get(code, code))
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    """`{{ usage|get_item:key.pk }}`: a dictionary's value, None when missing."""
+    return mapping.get(key) if hasattr(mapping, "get") else None
