@@ -70,9 +70,9 @@ class NoStoreMiddleware:
         return response
 
 
-# Longer request lines than this are refused by the application with a JSON or HTML 400 of its
-# own; gunicorn (started with no line limit of its own) would answer an HTML page instead.
-MAX_REQUEST_LINE = 8192
+# Longer URLs than this are refused by the application with a 400 of its own (JSON under
+# /api/); gunicorn, started with its largest request line (8190 bytes), lets them through.
+MAX_REQUEST_LINE = 8000
 
 
 class RequestLineLimitMiddleware:

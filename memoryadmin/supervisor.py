@@ -169,26 +169,35 @@ def _children(options: UpOptions, logs: Path) -> list[Child]:
         Child("beat", [*celery, "beat", "--loglevel", "INFO"], logs / "beat.log"),
         Child(
             "web",
-            [
-                python,
-                "-m",
-                "gunicorn",
-                "memoryadmin.wsgi:application",
-                "--bind",
-                options.bind,
-                "--workers",
-                str(options.web_workers),
-                "--timeout",
-                "120",
-                "--access-logfile",
-                "-",
-                "--error-logfile",
-                "-",
-                "--graceful-timeout",
-                "10",
-            ],
+            [python, *gunicorn_command(bind=options.bind, workers=options.web_workers)],
             logs / "web.log",
         ),
+    ]
+
+
+def gunicorn_command(*, bind: str, workers: int) -> list[str]:
+    """The web server's arguments (after the Python executable)."""
+    return [
+        "-m",
+        "gunicorn",
+        "memoryadmin.wsgi:application",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        "--timeout",
+        "120",
+        "--access-logfile",
+        "-",
+        "--error-logfile",
+        "-",
+        "--graceful-timeout",
+        "10",
+        # gunicorn's default (4094 bytes) answered a long cursor with an HTML page of its own;
+        # up to its maximum, Mnemosyne refuses over-long URLs itself, with a JSON 400 under
+        # /api/ (memoryadmin.security.RequestLineLimitMiddleware, 8000 characters).
+        "--limit-request-line",
+        "8190",
     ]
 
 
