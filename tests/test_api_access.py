@@ -18,6 +18,7 @@ from tests.api_fixtures import World, bearer, signed_in
 pytestmark = pytest.mark.django_db
 
 R, W, M = "read", "write", "manage"  # manage: tenant administration, signed-in admins only
+P = "people"  # the tenant's members and keys: people read them, API keys never
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,15 @@ ENDPOINTS = [
     Endpoint("GET", "entities", R, 200),
     Endpoint("GET", "entities/{entity}", R, 200),
     Endpoint("GET", "entities/{entity}/facts", R, 200),
-    Endpoint("GET", "members", R, 200),
+    Endpoint("GET", "members", P, 200),
     Endpoint("POST", "members", M, 200, {"username": "newbie", "role": "auditor"}),
-    Endpoint("GET", "members/{member}", R, 200),
+    Endpoint("GET", "members/{member}", P, 200),
     Endpoint("PATCH", "members/{member}", M, 200, {"role": "admin"}),
     Endpoint("DELETE", "members/{member}", M, 204),
-    Endpoint("GET", "api-keys", R, 200),
+    Endpoint("GET", "api-keys", P, 200),
     Endpoint("POST", "api-keys", M, 201, {"name": "new-profile"}),
-    Endpoint("GET", "api-keys/{key}", R, 200),
+    Endpoint("GET", "api-keys/{key}", P, 200),
+    Endpoint("POST", "api-keys/{key}/rotate", M, 200, {"grace_hours": 1}),
     Endpoint("DELETE", "api-keys/{key}", M, 200),
     Endpoint("GET", "retention", R, 200),
     Endpoint("PATCH", "retention", M, 200, {"archive_below_trust": 0.1}),
@@ -129,6 +131,9 @@ def test_a_write_key_does_all_but_administration(endpoint, mount, world, member)
     if endpoint.need == M:
         _assert_error(response, 403)
         assert "signed-in admin" in response.json()["message"]
+    elif endpoint.need == P:
+        _assert_error(response, 403)
+        assert "members and keys" in response.json()["message"]
     else:
         assert response.status_code == endpoint.ok, response.content[:500]
 
@@ -136,7 +141,7 @@ def test_a_write_key_does_all_but_administration(endpoint, mount, world, member)
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
 def test_the_auditor_reads_and_is_refused_writes(endpoint, world, auditor, member) -> None:
     response = _call(signed_in(auditor), endpoint, _url(endpoint, world, tenant="acme"))
-    if endpoint.need == R:
+    if endpoint.need in (R, P):
         assert response.status_code == endpoint.ok, response.content[:500]
     else:
         _assert_error(response, 403)
@@ -168,7 +173,9 @@ def test_another_tenants_key_finds_nothing(endpoint, world, member) -> None:
     _assert_error(response, 404)
 
 
-@pytest.mark.parametrize("endpoint", [e for e in OBJECT_ENDPOINTS if e.need != M], ids=str)
+@pytest.mark.parametrize(
+    "endpoint", [e for e in OBJECT_ENDPOINTS if e.need not in (M, P)], ids=str
+)
 def test_another_tenants_objects_are_missing_in_your_own_tenant(endpoint, world, member) -> None:
     # The key of acme, on its own mount, asking for globex's fact, entity, key or member.
     response = _call(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import is_list_serializer
@@ -35,6 +36,13 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
             "description": "An API key of one tenant: `Authorization: Bearer mnm_...`. "
             "Keys are created (and shown once) under /api/v1/tenants/{tenant}/api-keys.",
         }
+
+
+class SessionOrAddressScheme(SessionScheme):
+    """A signed-in session (cookie), as DRF's own session authentication."""
+
+    target_class = "memoryadmin.api.auth.SessionOrAddressAuthentication"
+    priority = 0
 
 
 class ErrorItemSerializer(serializers.Serializer):
