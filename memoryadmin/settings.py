@@ -18,6 +18,7 @@ from memoryadmin.env import (
     env_str,
     parse_database_url,
 )
+from memoryadmin.profile import production_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -341,16 +342,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 if PRODUCTION:
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
-    LANGUAGE_COOKIE_SECURE = True
-    LANGUAGE_COOKIE_HTTPONLY = True
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_HSTS_SECONDS = env_int("MNEMOSYNE_HSTS_SECONDS", 365 * 86400, minimum=0)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("MNEMOSYNE_HSTS_SUBDOMAINS", False)
-    # A plain-HTTP request is sent to HTTPS, except the load balancer's health check.
-    SECURE_SSL_REDIRECT = env_bool("MNEMOSYNE_SSL_REDIRECT", True)
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    globals().update(production_settings())
 
 # Nothing from another host, no inline script or style: every page's scripts and styles are
 # files of our own (the API's Redoc page alone gets inline styles, see memoryadmin/api/urls.py).

@@ -133,8 +133,7 @@ def _members_page(
     # Staff reset their passwords elsewhere; whether a member belongs to other tenants too
     # is checked when the link is asked for (this page reads inside this tenant only).
     rows = [
-        (m, RoleForm(initial={"role": m.role}), can_write and not m.user.is_staff)
-        for m in members
+        (m, RoleForm(initial={"role": m.role}), can_write and not m.user.is_staff) for m in members
     ]
     return view.render(
         "web/members.html",

@@ -23,6 +23,8 @@ class World:
     key_id: int
     other_key_id: int
     tokens: dict[str, str]
+    invitation_id: int = 0
+    other_invitation_id: int = 0
 
 
 def bearer(token: str) -> APIClient:
@@ -60,6 +62,10 @@ def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings
         ),
     }
     tenant_services.apikey_revoke(tenant=tenant, key_id=keys["revoked"].key.pk, actor=system_actor)
+    invitations = [
+        tenant_services.invitation_create(tenant=t, role="auditor", actor=system_actor)
+        for t in (tenant, other_tenant)
+    ]
     return World(
         tenant=tenant,
         other=other_tenant,
@@ -70,4 +76,6 @@ def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings
         key_id=keys["read"].key.pk,
         other_key_id=keys["other"].key.pk,
         tokens={name: created.token for name, created in keys.items()},
+        invitation_id=invitations[0].invitation.pk,
+        other_invitation_id=invitations[1].invitation.pk,
     )

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -97,3 +99,25 @@ def _fresh_vector_registry() -> Iterator[None]:
     vector_models_changed()
     yield
     vector_models_changed()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's chromium, headless, for the browser tests (one per run)."""
+    import shutil
+
+    from tests.test_web_browser import ARGS, CHROMIUM, SHOTS
+
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)")
+    from playwright.sync_api import sync_playwright
+
+    if SHOTS.exists():
+        shutil.rmtree(SHOTS)
+    SHOTS.mkdir(parents=True)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield launched
+        launched.close()

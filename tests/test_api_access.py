@@ -173,9 +173,7 @@ def test_another_tenants_key_finds_nothing(endpoint, world, member) -> None:
     _assert_error(response, 404)
 
 
-@pytest.mark.parametrize(
-    "endpoint", [e for e in OBJECT_ENDPOINTS if e.need not in (M, P)], ids=str
-)
+@pytest.mark.parametrize("endpoint", [e for e in OBJECT_ENDPOINTS if e.need not in (M, P)], ids=str)
 def test_another_tenants_objects_are_missing_in_your_own_tenant(endpoint, world, member) -> None:
     # The key of acme, on its own mount, asking for globex's fact, entity, key or member.
     response = _call(

@@ -246,3 +246,118 @@ def test_up_lets_gunicorn_pass_long_urls_to_the_application() -> None:
 
     command = gunicorn_command(bind="127.0.0.1:1", workers=1)
     assert int(command[command.index("--limit-request-line") + 1]) > MAX_REQUEST_LINE + 100
+
+
+# -- the production profile --------------------------------------------------------------------
+
+
+@pytest.fixture
+def production(settings):
+    """The production profile's settings, as memoryadmin.settings applies them."""
+    from memoryadmin.profile import production_settings
+
+    for name, value in production_settings().items():
+        setattr(settings, name, value)
+    settings.MNEMOSYNE_PROXY_COUNT = 1
+    return settings
+
+
+def _https(client: Client, method: str, path: str, **extra):
+    return getattr(client, method)(
+        path, HTTP_X_FORWARDED_PROTO="https", HTTP_X_FORWARDED_FOR="198.51.100.20", **extra
+    )
+
+
+def _all_paths(world) -> list[str]:
+    from django.urls import reverse
+
+    from memoryadmin.web.pages import registered_pages
+
+    values = {
+        "fact_id": world.fact.pk,
+        "entity_id": world.entity_id,
+        "key_id": world.key_id,
+        "username": "arthur",
+        "invitation_id": world.invitation_id,
+    }
+    pages = []
+    for spec in registered_pages():
+        if hasattr(spec.view, "get"):
+            names = set(re.findall(r"<(?:\w+:)?(\w+)>", spec.route))
+            kwargs = {"tenant": "acme", **{n: values[n] for n in names}}
+            pages.append(reverse(f"web:{spec.name}", kwargs=kwargs))
+    api = [
+        f"/api/v1/tenants/acme/{path}"
+        for path in ("facts", f"facts/{world.fact.pk}", f"facts/{world.fact.pk}/history",
+                     "entities", f"entities/{world.entity_id}", "members", "api-keys",
+                     "retention", "retention/preview", "audit", "audit/export")
+    ]  # fmt: skip
+    accounts = ["/", "/accounts/password/", "/accounts/two-factor/", "/api/v1/tenants",
+                "/api/schema/", "/api/schema/ui/", "/api/schema/redoc/", "/admin/"]  # fmt: skip
+    return pages + api + accounts
+
+
+def test_the_production_profile_secures_every_page_and_api_answer(production, world, owner):
+    signing_in = Client()
+    form = _https(signing_in, "get", "/accounts/sign-in/")
+    assert form.status_code == 200
+    csrf = form.cookies["csrftoken"]
+    assert csrf["secure"] and csrf["httponly"] and csrf["samesite"] == "Lax"
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.content.decode())[1]
+    signed = _https(signing_in, "post", "/accounts/sign-in/",
+                    data={"username": "olivia", "password": "pw-olivia-123",
+                          "csrfmiddlewaretoken": token})  # fmt: skip
+    assert signed.status_code == 302
+    session = signed.cookies["sessionid"]
+    assert session["secure"] and session["httponly"] and session["samesite"] == "Lax"
+    assert int(session["max-age"]) == production.SESSION_COOKIE_AGE <= 24 * 3600
+    for path in _all_paths(world):
+        response = _https(signing_in, "get", path)
+        assert response.status_code in (200, 302), (path, response.status_code)
+        assert response["Strict-Transport-Security"].startswith("max-age=31536000"), path
+        assert response["X-Content-Type-Options"] == "nosniff", path
+        assert response["Referrer-Policy"] == "same-origin", path
+        assert "no-store" in response["Cache-Control"], path
+        csp = response["Content-Security-Policy"]
+        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp, path
+        if not path.startswith("/api/schema/"):
+            assert "unsafe-inline" not in csp, path
+        for cookie in response.cookies.values():
+            assert cookie["secure"], (path, cookie.key)
+    key = bearer(world.tokens["read"])
+    answer = _https(key, "get", "/api/v1/facts")
+    assert answer.status_code == 200 and "no-store" in answer["Cache-Control"]
+    assert answer["Strict-Transport-Security"]
+
+
+def test_the_production_profile_sends_plain_http_to_https_but_not_the_health_check(
+    production, db
+) -> None:
+    plain = Client().get("/accounts/sign-in/", HTTP_X_FORWARDED_PROTO="http")
+    assert plain.status_code == 301 and plain["Location"].startswith("https://")
+    assert Client().get("/healthz", HTTP_X_FORWARDED_PROTO="http").status_code in (200, 503)
+
+
+def test_the_profile_is_chosen_by_the_environment() -> None:
+    import subprocess
+
+    from tests.helpers import PYTHON, REPO, child_env
+
+    script = (
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'memoryadmin.settings';"
+        "from django.conf import settings as s;"
+        "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS,"
+        " s.SECURE_PROXY_SSL_HEADER, s.SESSION_COOKIE_AGE)"
+    )
+    for profile, expected in [
+        ("production", "True True 31536000 ('HTTP_X_FORWARDED_PROTO', 'https') 7200"),
+        ("local", "False False 0 None 7200"),
+    ]:
+        env = child_env() | {"MNEMOSYNE_PROFILE": profile, "MNEMOSYNE_SESSION_HOURS": "2"}
+        out = subprocess.run(
+            [PYTHON, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == expected
+    env = child_env() | {"MNEMOSYNE_PROFILE": "prod"}
+    bad = subprocess.run([PYTHON, "-c", script], cwd=REPO, env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "MNEMOSYNE_PROFILE='prod'" in bad.stderr

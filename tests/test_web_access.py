@@ -41,8 +41,12 @@ WRITE_BODIES: dict[str, dict[str, Any]] = {
     "member_remove": {},
     "key_new": {"name": "new-profile", "scopes": ["read", "write"]},
     "key_revoke": {},
+    "key_rotate": {"grace_hours": "1"},
+    "member_invite": {"role": "auditor", "email": ""},
+    "invite_revoke": {},
+    "member_reset": {},
 }
-PARAMETERS = {"fact_id", "entity_id", "key_id", "username"}
+PARAMETERS = {"fact_id", "entity_id", "key_id", "username", "invitation_id"}
 
 
 def _client(user=None) -> Client:
@@ -58,6 +62,7 @@ def _params(spec: PageSpec, w: World, *, foreign: bool = False) -> dict[str, Any
         "entity_id": w.other_entity_id if foreign else w.entity_id,
         "key_id": w.other_key_id if foreign else w.key_id,
         "username": "oscar" if foreign else "arthur",
+        "invitation_id": w.other_invitation_id if foreign else w.invitation_id,
     }
     names = set(re.findall(r"<(?:\w+:)?(\w+)>", spec.route))
     return {name: values[name] for name in names}
@@ -175,7 +180,7 @@ def test_another_tenants_object_is_not_found_in_ones_own_tenant(spec, world, own
 
 
 def test_a_member_of_another_tenant_cannot_be_changed_here(world, owner) -> None:
-    for name in ("member_role", "member_remove"):
+    for name in ("member_role", "member_remove", "member_reset"):
         spec = next(s for s in PAGES if s.name == name)
         response = _client(owner).post(_url(spec, world, foreign=True), WRITE_BODIES[name])
         assert response.status_code == 404

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,23 +38,6 @@ ARGS = [
     "--disable-quic",
 ]
 SHOTS = REPO / "test-artifacts" / "screenshots"
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium")
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)")
-    from playwright.sync_api import sync_playwright
-
-    if SHOTS.exists():
-        shutil.rmtree(SHOTS)
-    SHOTS.mkdir(parents=True)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture
@@ -335,7 +317,16 @@ def acme(people, system_actor):
         tenant=other, content="Globex ships on Tuesdays", actor=system_actor
     ).fact
     key = apikey_create(tenant=tenant, name="hermes", actor=system_actor).key
-    return {"tenant": tenant, "fact": fact, "other_fact": other_fact, "key": key}
+    from tenants.services import invitation_create
+
+    invitation = invitation_create(tenant=tenant, role="auditor", actor=system_actor).invitation
+    return {
+        "tenant": tenant,
+        "fact": fact,
+        "other_fact": other_fact,
+        "key": key,
+        "invitation": invitation,
+    }
 
 
 def _urls(acme: dict, *, writes: bool) -> list[tuple[str, str]]:
@@ -346,6 +337,7 @@ def _urls(acme: dict, *, writes: bool) -> list[tuple[str, str]]:
         "entity_id": None,
         "key_id": acme["key"].pk,
         "username": "arthur",
+        "invitation_id": acme["invitation"].pk,
     }
     from django.urls import reverse
 

@@ -3,8 +3,14 @@ and the same endpoints at /api/v1/ for API keys, whose tenant is the key's."""
 
 from __future__ import annotations
 
+from csp.constants import NONCE, UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.urls import URLPattern, URLResolver, include, path, register_converter
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 
 from facts.api import AuditViewSet, EntityViewSet, FactImportViewSet, FactViewSet
 from memoryadmin.api import schema as _schema  # noqa: F401 - registers the API-key scheme
@@ -106,9 +112,22 @@ _tenant_detail = TenantDetailViewSet.as_view({"get": "retrieve", "patch": "parti
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/schema/ui/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-ui"),
+    # Swagger UI and Redoc draw their pages with inline styles (Redoc's are made at run time), so
+    # these two pages alone allow inline styles; their scripts are files of ours, or carry the
+    # request's nonce (Redoc's start-up), and nothing comes from another host.
     path(
-        "api/schema/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"
+        "api/schema/ui/",
+        csp_update({"style-src": [UNSAFE_INLINE]})(
+            SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+        ),
+        name="api-ui",
+    ),
+    path(
+        "api/schema/redoc/",
+        csp_update({"style-src": [UNSAFE_INLINE], "script-src": [NONCE], "worker-src": ["blob:"]})(
+            SpectacularRedocView.as_view(url_name="api-schema")
+        ),
+        name="api-redoc",
     ),
     path("api/v1/tenants", TenantListView.as_view(), name="api-tenants"),
     path("api/v1/tenants/<slug:tenant>", _tenant_detail, name="api-tenant"),
