@@ -112,13 +112,17 @@ def sign_in_code(request: HttpRequest) -> HttpResponse:
     form = CodeForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         # django-otp throttles wrong codes itself (each failure doubles the wait).
-        if device.verify_token(form.cleaned_data["code"].strip()):
+        allowed, _why = device.verify_is_allowed()
+        if not allowed:
+            form.add_error("code", _("Too many wrong codes: wait a few seconds, then try again."))
+        elif device.verify_token(form.cleaned_data["code"].strip()):
             request.session.pop(_PENDING, None)
             login(request, user, backend=pending["backend"])
             otp_login(request, device)
             response = HttpResponseRedirect(_safe_next(request, pending.get("next", "")))
             return language_cookie(response, user_language_get(user=user))
-        form.add_error("code", _("This code is wrong or used up; try the next one."))
+        else:
+            form.add_error("code", _("This code is wrong or used up; try the next one."))
     status = 400 if form.errors else 200
     return render(request, "web/accounts/sign_in_code.html", {"form": form}, status=status)
 

@@ -227,7 +227,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": ["rest_framework.authentication.SessionAuthentication"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
+    # The sidecar's Redoc, served by memoryadmin.api.urls.redoc_script without its CDN logo.
+    "REDOC_DIST": "/api/schema/redoc-dist",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "FactStatusEnum": "facts.models.Status",
