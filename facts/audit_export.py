@@ -47,3 +47,42 @@ def audit_jsonl_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
     for event in events:
         row = vars(event) | {"at": event.at.isoformat()}
         yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+# -- facts ---------------------------------------------------------------------------------------
+
+FACT_COLUMNS = (
+    "id", "kind", "content", "scope", "session_id", "position", "speaker", "category", "tags",
+    "metadata", "trust_score", "status", "created_by", "created_at", "updated_at",
+)  # fmt: skip
+
+
+def _fact_row(fact: Any) -> dict[str, Any]:
+    row = {column: getattr(fact, column) for column in FACT_COLUMNS}
+    row["created_at"] = fact.created_at.isoformat()
+    row["updated_at"] = fact.updated_at.isoformat()
+    return row
+
+
+def facts_csv_rows(facts: Iterator[Any]) -> Iterator[str]:
+    """Facts as CSV, safe to open in a spreadsheet (tags and metadata as JSON)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(FACT_COLUMNS)
+    for fact in facts:
+        row = _fact_row(fact)
+        writer.writerow(
+            [row[c] if isinstance(row[c], int | float) and row[c] is not None else _cell(row[c])
+             for c in FACT_COLUMNS]
+        )  # fmt: skip
+        if buffer.tell() > 64 * 1024:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def facts_jsonl_rows(facts: Iterator[Any]) -> Iterator[str]:
+    """Facts as JSON Lines: one object per fact, with the API's field names."""
+    for fact in facts:
+        yield json.dumps(_fact_row(fact), ensure_ascii=False) + "\n"

@@ -688,3 +688,15 @@ def fact_trust_history(events: list[FactEvent]) -> list[TrustPoint]:
         if isinstance(value, int | float) and not isinstance(value, bool):
             points.append(TrustPoint(event.at, float(value), event.action, event.actor))
     return points
+
+
+def fact_iter(*, tenant: Tenant, page_size: int = MAX_PAGE, **filters: Any) -> Iterator[Fact]:
+    """Every fact `fact_list` would page through with these filters, newest first, a page (one
+    short transaction) at a time: for exports."""
+    cursor = None
+    while True:
+        page = fact_list(tenant=tenant, limit=page_size, cursor=cursor, **filters)
+        yield from page.facts
+        if page.next_cursor is None:
+            return
+        cursor = page.next_cursor

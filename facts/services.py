@@ -642,3 +642,68 @@ def fact_import(
             tenant, None, EventAction.IMPORT, actor, after={"lines": len(report), **summary.counts}
         )
     return summary
+
+
+MAX_BULK = 200
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    done: list[int]
+    skipped: dict[int, str]  # fact id -> why (not found, already removed, ...)
+
+
+def _bulk_ids(fact_ids: Any) -> list[int]:
+    if not isinstance(fact_ids, list | tuple) or not fact_ids:
+        raise InvalidInput("ids", "select at least one fact")
+    if len(fact_ids) > MAX_BULK:
+        raise InvalidInput("ids", f"at most {MAX_BULK} facts at once")
+    ids = []
+    for value in fact_ids:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InvalidInput("ids", "must be fact ids")
+        ids.append(value)
+    return list(dict.fromkeys(ids))
+
+
+def facts_bulk_remove(*, tenant: Tenant, fact_ids: Any, actor: Actor) -> BulkResult:
+    """Remove each of the facts (as fact_remove, each audited); the others are reported."""
+    done, skipped = [], {}
+    for fact_id in _bulk_ids(fact_ids):
+        try:
+            with transaction.atomic():
+                fact_remove(tenant=tenant, fact_id=fact_id, actor=actor)
+        except (InvalidInput, NotFound) as error:
+            skipped[fact_id] = getattr(error, "message", "not found")
+        else:
+            done.append(fact_id)
+    return BulkResult(done=done, skipped=skipped)
+
+
+def facts_bulk_tag(*, tenant: Tenant, fact_ids: Any, tag: Any, actor: Actor) -> BulkResult:
+    """Add one tag to each of the facts (as fact_update, each audited)."""
+    if not isinstance(tag, str) or not tag.strip() or len(tag.strip()) > 64:
+        raise InvalidInput("tag", "must be 1-64 characters")
+    tag = tag.strip()
+    done, skipped = [], {}
+    for fact_id in _bulk_ids(fact_ids):
+        try:
+            with transaction.atomic():
+                fact = fact_get_for_update(tenant=tenant, fact_id=fact_id)
+                if tag in fact.tags:
+                    skipped[fact_id] = "has the tag already"
+                    continue
+                fact_update(tenant=tenant, fact_id=fact_id, actor=actor, tags=[*fact.tags, tag])
+        except (InvalidInput, NotFound) as error:
+            skipped[fact_id] = getattr(error, "message", "not found")
+        else:
+            done.append(fact_id)
+    return BulkResult(done=done, skipped=skipped)
+
+
+def fact_get_for_update(*, tenant: Tenant, fact_id: int) -> Fact:
+    with tenant_scope(tenant):
+        fact = Fact.objects.for_tenant(tenant).select_for_update().filter(pk=fact_id).first()
+    if fact is None:
+        raise NotFound("fact", fact_id)
+    return fact

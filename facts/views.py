@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from facts import selectors, services
-from facts.audit_export import audit_csv_rows
+from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
 from facts.forms import (
     AuditFilterForm,
     EntityFilterForm,
@@ -28,10 +28,11 @@ from memoryadmin.web.forms import apply_errors, query_form
 from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page
 from retrieval.search import recall_search
 from tenants.errors import InvalidInput, NotFound
-from tenants.services import audit_export_record
+from tenants.services import audit_export_record, facts_export_record
 
 PAGE_SIZE = 50
 SEARCH_RESULTS = 50
+HISTORY_PAGE = 25
 
 
 @tenant_page("facts/", name="facts", nav=gettext_lazy("Facts"), order=20)
@@ -46,17 +47,7 @@ class FactListPage(TenantPage):
         if data["q"].strip():
             return self._search(form)
         page = selectors.fact_list(
-            tenant=self.tenant,
-            scope_prefix=data["scope"] or None,
-            category=data["category"] or None,
-            kind=data["kind"] or None,
-            status=form.status_filter(),
-            trust_min=data["trust_min"],
-            trust_max=data["trust_max"],
-            created_after=day_start(data["created_after"]),
-            created_before=day_end(data["created_before"]),
-            limit=PAGE_SIZE,
-            cursor=data["cursor"] or None,
+            tenant=self.tenant, limit=PAGE_SIZE, cursor=data["cursor"] or None, **_filters(form)
         )
         return self.render(
             "web/facts/list.html",
@@ -99,6 +90,94 @@ class FactListPage(TenantPage):
                 "timings": result.timings_ms,
             },
         )
+
+
+def _filters(form: FactFilterForm) -> dict[str, Any]:
+    """fact_list's filters from the facts browser's form (the page and its exports)."""
+    data = form.cleaned_data
+    return {
+        "scope_prefix": data["scope"] or None,
+        "category": data["category"] or None,
+        "kind": data["kind"] or None,
+        "status": form.status_filter(),
+        "trust_min": data["trust_min"],
+        "trust_max": data["trust_max"],
+        "created_after": day_start(data["created_after"]),
+        "created_before": day_end(data["created_before"]),
+    }
+
+
+_EXPORTS = {
+    "csv": (facts_csv_rows, "text/csv; charset=utf-8", "csv"),
+    "jsonl": (facts_jsonl_rows, "application/x-ndjson; charset=utf-8", "jsonl"),
+}
+
+
+@tenant_page("facts/export", name="facts_export", section="facts")
+class FactExportPage(TenantPage):
+    """Every fact the browser's filters match (not its search), as CSV or JSON Lines; the
+    copy is recorded in the audit log."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = query_form(FactFilterForm, request.GET)
+        chosen = request.GET.get("format", "csv")
+        if not form.is_valid() or chosen not in _EXPORTS:
+            return self.render("web/facts/list.html", {"form": form, "facts": []}, status=400)
+        filters = _filters(form)
+        facts_export_record(
+            tenant=self.tenant,
+            actor=self.actor,
+            format=chosen,
+            filters={k: str(v) for k, v in filters.items() if v is not None},
+        )
+        rows, content_type, extension = _EXPORTS[chosen]
+        response = StreamingHttpResponse(
+            rows(selectors.fact_iter(tenant=self.tenant, **filters)), content_type=content_type
+        )
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        name = f"mnemosyne-{self.tenant.slug}-facts-{stamp}.{extension}"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+@tenant_page("facts/bulk", name="facts_bulk", section="facts")
+class FactBulkAction(WriteAction):
+    """Remove the selected facts, or add a tag to them; each change is audited on its own."""
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit() and len(v) < 19]
+        action = request.POST.get("action")
+        back = request.POST.get("next") or ""
+        if not back.startswith(self.url("facts")):
+            back = self.url("facts")
+        try:
+            if action == "remove":
+                result = services.facts_bulk_remove(
+                    tenant=self.tenant, fact_ids=ids, actor=self.actor
+                )
+                text = _("%(n)d facts removed.") % {"n": len(result.done)}
+            elif action == "tag":
+                tag = request.POST.get("tag", "")
+                result = services.facts_bulk_tag(
+                    tenant=self.tenant, fact_ids=ids, tag=tag, actor=self.actor
+                )
+                text = _("Tag %(tag)s added to %(n)d facts.") % {
+                    "tag": tag.strip(),
+                    "n": len(result.done),
+                }
+            else:
+                raise InvalidInput("action", _("choose remove or tag"))
+        except InvalidInput as error:
+            messages.error(request, error.message)
+            return redirect(back)
+        messages.success(request, text)
+        if result.skipped:
+            messages.error(
+                request,
+                _("Left as they were: %(ids)s.")
+                % {"ids": ", ".join(f"#{i} ({why})" for i, why in result.skipped.items())},
+            )
+        return redirect(back)
 
 
 @tenant_page("facts/new/", name="fact_new", section="facts")
@@ -159,10 +238,18 @@ def _fact_page(view: TenantPage, fact_id: int, status: int = 200, **forms: Any) 
         if fact is None:
             raise
         history = []  # loaded in bulk without events (a benchmark's facts, say)
+    # The history newest first, HISTORY_PAGE events a page (?history=N).
+    raw_page = view.request.GET.get("history", "1")
+    number = int(raw_page) if raw_page.isdigit() and 0 < int(raw_page) < 100_000 else 1
+    newest_first = history[::-1]
+    shown = newest_first[(number - 1) * HISTORY_PAGE : number * HISTORY_PAGE]
     context: dict[str, Any] = {
         "fact": fact,
         "fact_id": fact_id,
-        "history": history,
+        "history": shown,
+        "history_page": number,
+        "history_more": len(newest_first) > number * HISTORY_PAGE,
+        "history_total": len(history),
         "trust_history": selectors.fact_trust_history(history),
     }
     if fact is not None:

@@ -193,6 +193,8 @@ class TenantAction(models.TextChoices):
     TENANT_RENAME = "tenant_rename", "tenant renamed"
     RETENTION_UPDATE = "retention_update", "retention policy changed"
     AUDIT_EXPORT = "audit_export", "audit log exported"
+    FACTS_EXPORT = "facts_export", "facts exported"
+    TENANT_DELETE = "tenant_delete", "tenant deleted"
 
 
 class TenantEvent(TenantOwned):
@@ -210,3 +212,21 @@ class TenantEvent(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class TenantDeletion(models.Model):
+    """That a tenant was deleted, by whom, and what it held: kept after the tenant and all of
+    its rows (its audit trail included) are gone. Not tenant data: no tenant is left."""
+
+    slug = models.CharField(max_length=63)
+    name = models.CharField(max_length=200)
+    tenant_pk = models.BigIntegerField()
+    actor = models.CharField(max_length=200)
+    counts = models.JSONField(default=dict)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at"]
+
+    def __str__(self) -> str:
+        return f"{self.slug} deleted by {self.actor} at {self.at:%Y-%m-%d %H:%M}"

@@ -28,7 +28,9 @@ from tenants.models import (
     RetentionPolicy,
     Role,
     Tenant,
+    TenantDeletion,
     TenantEvent,
+    TenantOwned,
 )
 from tenants.scope import all_tenants_scope, tenant_scope
 
@@ -324,6 +326,33 @@ def password_reset_token_make(
 
 
 @transaction.atomic
+def tenant_delete(*, tenant: Tenant, actor: Actor, confirm: str) -> TenantDeletion:
+    """Delete a tenant and everything it holds, for good (superusers). `confirm` must be the
+    tenant's slug, typed. What remains is a TenantDeletion record: who, when, how much."""
+    from django.apps import apps
+
+    if (confirm or "").strip() != tenant.slug:
+        raise InvalidInput("confirm", f"type the tenant's short name, {tenant.slug}, to delete it")
+    locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    counts: dict[str, int] = {}
+    with tenant_scope(locked), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('app.deleting_tenant', %s, true)", [str(locked.pk)])
+        for model in apps.get_models():
+            if issubclass(model, TenantOwned):
+                counts[model._meta.label] = model.objects.for_tenant(locked).count()
+        slug, name, pk = locked.slug, locked.name, locked.pk
+        locked.delete()
+        cursor.execute("SELECT set_config('app.deleting_tenant', '', true)")
+    return TenantDeletion.objects.create(
+        slug=slug,
+        name=name,
+        tenant_pk=pk,
+        actor=str(actor),
+        counts={label: n for label, n in counts.items() if n},
+    )
+
+
+@transaction.atomic
 def tenant_rename(*, tenant: Tenant, name: str, actor: Actor) -> Tenant:
     name = (name or "").strip()
     if not name or len(name) > 200:
@@ -568,6 +597,14 @@ def retention_policy_update(
 
 
 # -- audit ------------------------------------------------------------------------------------
+
+
+def facts_export_record(
+    *, tenant: Tenant, actor: Actor, format: str, filters: dict[str, Any]
+) -> None:
+    """Taking a copy of the facts is audited like the audit log's export."""
+    with tenant_scope(tenant):
+        _event(tenant, "facts_export", actor, format, after={"filters": filters})
 
 
 def audit_export_record(
