@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 from facts.models import Category, EntityType, Kind, Status
 from facts.selectors import MAX_ID, audit_actions
 from facts.services import MAX_CONTENT_CHARS
+from memoryadmin.terms import term_choices
 from memoryadmin.web.forms import DateInput
 
 ALL = "all"
@@ -41,15 +42,15 @@ class FactFilterForm(forms.Form):
     )
     scope = forms.CharField(label=_("Scope"), required=False, max_length=255)
     kind = forms.ChoiceField(
-        label=_("Kind"), required=False, choices=_blank(Kind.choices, _("any"))
+        label=_("Kind"), required=False, choices=_blank(term_choices(Kind.values), _("any"))
     )
     category = forms.ChoiceField(
-        label=_("Category"), required=False, choices=_blank(Category.choices, _("any"))
+        label=_("Category"), required=False, choices=_blank(term_choices(Category.values), _("any"))
     )
     status = forms.ChoiceField(
         label=_("Status"),
         required=False,
-        choices=[*Status.choices, (ALL, _("any"))],
+        choices=[*term_choices(Status.values), (ALL, _("any"))],
         initial=Status.ACTIVE,
     )
     trust_min = forms.FloatField(label=_("Trust from"), required=False, min_value=0, max_value=1)
@@ -83,7 +84,7 @@ class FactAddForm(forms.Form):
         max_length=255,
         help_text=_("type:name segments, e.g. user:alice/project:beta; empty: the whole tenant"),
     )
-    category = forms.ChoiceField(label=_("Category"), choices=Category.choices)
+    category = forms.ChoiceField(label=_("Category"), choices=term_choices(Category.values))
     tags = forms.CharField(
         label=_("Tags"), required=False, max_length=1400, help_text=_("separated by commas")
     )
@@ -104,7 +105,7 @@ class PurgeForm(forms.Form):
 class EntityFilterForm(forms.Form):
     q = forms.CharField(label=_("Name or alias"), required=False, max_length=200)
     type = forms.ChoiceField(
-        label=_("Type"), required=False, choices=_blank(EntityType.choices, _("any"))
+        label=_("Type"), required=False, choices=_blank(term_choices(EntityType.values), _("any"))
     )
     cursor = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)
 
@@ -119,7 +120,7 @@ class AuditFilterForm(forms.Form):
     action = forms.ChoiceField(
         label=_("Action"),
         required=False,
-        choices=lambda: _blank([(a, a) for a in audit_actions()], _("any")),
+        choices=lambda: _blank(term_choices(audit_actions()), _("any")),
     )
     fact_id = forms.IntegerField(label=_("Fact"), required=False, min_value=1, max_value=MAX_ID)
     source = forms.ChoiceField(

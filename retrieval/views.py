@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from facts.models import Category, Kind
+from memoryadmin.terms import term_choices
 from memoryadmin.web.forms import query_form
 from memoryadmin.web.pages import TenantPage, tenant_page
 from retrieval import explain
@@ -37,12 +38,12 @@ class RecallForm(forms.Form):
     kind = forms.ChoiceField(
         label=gettext_lazy("Kind"),
         required=False,
-        choices=[("", gettext_lazy("any")), *Kind.choices],
+        choices=[("", gettext_lazy("any")), *term_choices(Kind.values)],
     )
     category = forms.ChoiceField(
         label=gettext_lazy("Category"),
         required=False,
-        choices=[("", gettext_lazy("any")), *Category.choices],
+        choices=[("", gettext_lazy("any")), *term_choices(Category.values)],
     )
     min_trust = forms.FloatField(
         label=gettext_lazy("Trust floor"),

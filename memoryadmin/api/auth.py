@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 from rest_framework.authentication import (
     BaseAuthentication,
     SessionAuthentication,
@@ -48,7 +49,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             return None  # not ours: the session (or nothing) decides
         if len(parts) != 2:
             charge_address(request)
-            raise AuthenticationFailed("send one key: Authorization: Bearer <API key>")
+            raise AuthenticationFailed(_("send one key: Authorization: Bearer <API key>"))
         try:
             token = parts[1].decode("ascii")
         except UnicodeDecodeError:
@@ -58,7 +59,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             # Guessing keys costs the address its anonymous rate (429 past it).
             charge_address(request)
             # One answer for unknown, wrong, expired and revoked keys: nothing to learn.
-            raise AuthenticationFailed("the API key is unknown, expired or revoked")
+            raise AuthenticationFailed(_("the API key is unknown, expired or revoked"))
         apikey_usage_record(key=key)
         # Everything this request does is limited to the key's scope prefix (if it has one):
         # the one place every surface that takes a key goes through (README: API keys).

@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 from rest_framework import exceptions, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memoryadmin.api.parsers import FirstRenderer
+from memoryadmin.terms import term
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import ApiKey, Tenant
@@ -48,17 +51,21 @@ class Access:
 
 def _refusal(access: Access, need: Need) -> str:
     if need is Need.MANAGE and access.is_key:
-        return "only a signed-in admin can do this; API keys do not manage tenants"
+        return _("only a signed-in admin can do this; API keys do not manage tenants")
     if need is Need.PEOPLE:
-        return "API keys do not see the tenant's members and keys; a signed-in person does"
+        return _("API keys do not see the tenant's members and keys; a signed-in person does")
     if need is Need.WHOLE_TENANT:
-        return (
+        return _(
             "this API key is limited to a scope; what spans the whole tenant (entities, the "
             "audit log, settings) needs a key without a scope limit"
         )
     if access.is_key:
-        return f"this API key has no '{need.value}' scope"
-    return f"your role in {access.tenant.slug} is {access.role}: it may not {need.value}"
+        return _("this API key has no '%(need)s' scope") % {"need": need.value}
+    return _("your role in %(tenant)s is %(role)s: it may not %(need)s") % {
+        "tenant": access.tenant.slug,
+        "role": term(access.role or ""),
+        "need": term(need.value) if need.value in ("read", "write") else need.value,
+    }
 
 
 def resolve_access(request: Request, slug: str | None) -> Access:
@@ -73,7 +80,7 @@ def resolve_access(request: Request, slug: str | None) -> Access:
         return Access(key.tenant, Actor.api_key(key), frozenset(rights), None, key)
     if slug is None:
         raise InvalidInput(
-            "tenant", "signed in as a person, name the tenant: /api/v1/tenants/<slug>/..."
+            "tenant", _("signed in as a person, name the tenant: /api/v1/tenants/<slug>/...")
         )
     tenant = tenant_get(slug=slug)
     role = membership_role(tenant=tenant, user=request.user)
@@ -89,7 +96,7 @@ def resolve_access(request: Request, slug: str | None) -> Access:
 
 class PayloadTooLarge(exceptions.APIException):
     status_code = 413
-    default_detail = "the request body is too large"
+    default_detail = _lazy("the request body is too large")
     default_code = "too_large"
 
 
@@ -99,7 +106,9 @@ def check_body_size(request: Request, limit: int) -> None:
     except ValueError:
         length = 0
     if length > limit:
-        raise PayloadTooLarge(f"the request body is larger than {limit} bytes")
+        raise PayloadTooLarge(
+            _("the request body is larger than %(limit)d bytes") % {"limit": limit}
+        )
 
 
 _PROTECTED = frozenset(

@@ -10,6 +10,8 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -18,6 +20,18 @@ from rest_framework.views import set_rollback
 from tenants.errors import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
+
+# What a NotFound names, in the caller's language (the API answers in the Accept-Language's).
+_NOT_FOUND = {
+    "API key": _lazy("API key"),
+    "entity": _lazy("entity"),
+    "fact": _lazy("fact"),
+    "invitation": _lazy("invitation"),
+    "member": _lazy("member"),
+    "membership": _lazy("member"),
+    "tenant": _lazy("tenant"),
+    "user": _lazy("user"),
+}
 
 
 def error_body(
@@ -58,19 +72,20 @@ def _flatten(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     headers: dict[str, str] = {}
     if isinstance(exc, InvalidInput):
-        body = error_body(exc.message, code="invalid", field=exc.field)
+        body = error_body(_(exc.message), code="invalid", field=exc.field)
         code = status.HTTP_400_BAD_REQUEST
     elif isinstance(exc, NotFound):
-        body = error_body(f"{exc.what} not found", code="not_found")
+        what = _NOT_FOUND.get(exc.what, exc.what)
+        body = error_body(_("%(what)s not found") % {"what": what}, code="not_found")
         code = status.HTTP_404_NOT_FOUND
     elif isinstance(exc, Http404):
-        body = error_body("not found", code="not_found")
+        body = error_body(_("not found"), code="not_found")
         code = status.HTTP_404_NOT_FOUND
     elif isinstance(exc, DjangoPermissionDenied):
-        body = error_body("you may not do this", code="permission_denied")
+        body = error_body(_("you may not do this"), code="permission_denied")
         code = status.HTTP_403_FORBIDDEN
     elif isinstance(exc, exceptions.ValidationError):
-        errors = _flatten(exc.detail) or [{"field": None, "message": "invalid input"}]
+        errors = _flatten(exc.detail) or [{"field": None, "message": _("invalid input")}]
         first = errors[0]
         message = f"{first['field']}: {first['message']}" if first["field"] else first["message"]
         body = error_body(message, code="invalid", field=first["field"], errors=errors)
@@ -87,7 +102,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     else:
         view = context.get("view")
         logger.exception("API error in %s", type(view).__name__ if view else "?")
-        body = error_body("internal error; the server log has the details", code="server_error")
+        body = error_body(_("internal error; the server log has the details"), code="server_error")
         code = status.HTTP_500_INTERNAL_SERVER_ERROR
     set_rollback()
     return Response(body, status=code, headers=headers)
@@ -102,24 +117,24 @@ def _is_api(request: HttpRequest) -> bool:
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
-        return JsonResponse(error_body("no such endpoint", code="not_found"), status=404)
+        return JsonResponse(error_body(_("no such endpoint"), code="not_found"), status=404)
     return defaults.page_not_found(request, exception)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
-        return JsonResponse(error_body("bad request", code="bad_request"), status=400)
+        return JsonResponse(error_body(_("bad request"), code="bad_request"), status=400)
     return defaults.bad_request(request, exception)
 
 
 def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
-        return JsonResponse(error_body("you may not do this", code="forbidden"), status=403)
+        return JsonResponse(error_body(_("you may not do this"), code="forbidden"), status=403)
     return defaults.permission_denied(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if _is_api(request):
-        body = error_body("internal error; the server log has the details", code="server_error")
+        body = error_body(_("internal error; the server log has the details"), code="server_error")
         return JsonResponse(body, status=500)
     return defaults.server_error(request)

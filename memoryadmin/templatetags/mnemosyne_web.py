@@ -8,8 +8,8 @@ from typing import Any
 from django import template
 from django.http import QueryDict
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
 
+from memoryadmin import terms
 from memoryadmin.web.pages import tenant_url
 
 register = template.Library()
@@ -63,35 +63,9 @@ def get(mapping: dict[str, Any], key: str) -> Any:
     return mapping.get(key)
 
 
-# The stored codes of kinds, categories, statuses, entity types and context levels, in the
-# reader's language (the models keep plain codes and English labels).
-TERMS = {
-    "fact": _lazy("fact"),
-    "turn": _lazy("turn"),
-    "user_pref": _lazy("user preference"),
-    "project": _lazy("project"),
-    "tool": _lazy("tool"),
-    "general": _lazy("general"),
-    "active": _lazy("active"),
-    "archived": _lazy("archived"),
-    "superseded": _lazy("superseded"),
-    "removed": _lazy("removed"),
-    "person": _lazy("person"),
-    "place": _lazy("place"),
-    "organization": _lazy("organization"),
-    "product": _lazy("product"),
-    "other": _lazy("other"),
-    "recent": _lazy("recent conversation"),
-    "important": _lazy("known facts"),
-    "relevant": _lazy("relevant memories"),
-    "open": _lazy("open"),
-    "resolved": _lazy("resolved"),
-}
-
-
 @register.filter
 def term(code: str) -> str:
-    return str(TERMS.get(code, code))
+    return terms.term(code)
 
 
 @register.filter
@@ -137,3 +111,9 @@ def diff_rows(before: Any, after: Any) -> list[tuple[str, str, str]]:
             )
         )
     return rows
+
+
+@register.filter
+def present(mapping: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The items of a mapping whose value is not zero or empty (a result's factors)."""
+    return [(key, value) for key, value in mapping.items() if value]
