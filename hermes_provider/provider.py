@@ -46,16 +46,16 @@ TOOL_TIMEOUT_S = 60.0
 SHUTDOWN_FLUSH_S = 10.0
 REVERIFY_S = 60.0  # a revoked key stops working within this long
 RETRY_MAX_S = 30.0
-MAX_CONTENT_BYTES = 16 * 1024 - 64
+MAX_CONTENT_CHARS = 16_384  # what one memory holds (the server counts characters)
 HERMES_MEMORY_TAG = "hermes-memory"
+_CUT = " […]"
 
 
 def _fit(text: str) -> str:
-    """Text cut to what one memory holds, on a character boundary."""
-    data = text.encode()
-    if len(data) <= MAX_CONTENT_BYTES:
+    """Text cut to what one memory holds."""
+    if len(text) <= MAX_CONTENT_CHARS:
         return text
-    return data[:MAX_CONTENT_BYTES].decode(errors="ignore").rstrip() + " […]"
+    return text[: MAX_CONTENT_CHARS - len(_CUT)].rstrip() + _CUT
 
 
 def _text_of(content: Any) -> str:
