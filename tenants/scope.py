@@ -109,8 +109,10 @@ def all_tenants_scope(reason: str) -> Iterator[None]:
 
 
 # -- scope limits -------------------------------------------------------------------------------
-# An API key may be limited to a scope prefix. The key's authentication sets the limit for the
-# request (`scope_limited`), and three places that every surface reaches honour it: the
+# An API key may be limited to a scope prefix. `tenants.services.apikey_authenticate`, which
+# every surface that takes a key calls, sets the limit for the request, and
+# `memoryadmin.security.ScopeLimitMiddleware` lifts it when the request ends. Three places that
+# every surface reaches honour it: the
 # tenant-owned manager narrows every ORM query of a model with a `scope` column, recall's SQL
 # filters add the same condition, and `facts.services.clean_scope` refuses (or fills in) the
 # scope of anything written. Scopes are paths: `a:b` covers `a:b` and `a:b/...`, never `a:b2`.

@@ -32,7 +32,7 @@ from tenants.models import (
     TenantEvent,
     TenantOwned,
 )
-from tenants.scope import all_tenants_scope, tenant_scope
+from tenants.scope import all_tenants_scope, scope_limit_set, tenant_scope
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 API_KEY_SCOPES = ("read", "write")
@@ -471,6 +471,19 @@ def apikey_verify(*, token: str, address: str | None = None) -> ApiKey | None:
         key.last_used_at = now
         if address is not None:
             key.last_used_from = address
+    return key
+
+
+def apikey_authenticate(*, token: str, address: str | None = None) -> ApiKey | None:
+    """A request's key: verified (None when it is not usable), its use counted, and, when the
+    key is limited to a scope, the rest of the request limited to it (tenants.scope). Every
+    surface that takes an API key calls this; memoryadmin.security.ScopeLimitMiddleware lifts
+    the limit when the request ends."""
+    key = apikey_verify(token=token, address=address)
+    if key is None:
+        return None
+    apikey_usage_record(key=key)
+    scope_limit_set(key.scope_prefix)
     return key
 
 

@@ -70,7 +70,7 @@ def test_tenant_default_trust_applies(tenant, system_actor) -> None:
         ({"content": "   "}, "content"),
         ({"content": None}, "content"),
         ({"content": "x" * (16 * 1024 + 1)}, "content"),
-        ({"content": "好" * 6000}, "content"),  # 18,000 bytes of UTF-8
+        ({"content": "好" * (16 * 1024 + 1)}, "content"),  # counted in characters, not bytes
         ({"scope": "user alice"}, "scope"),
         ({"scope": "User:alice"}, "scope"),
         ({"scope": "user:alice//project:"}, "scope"),

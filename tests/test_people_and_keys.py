@@ -287,3 +287,14 @@ def test_the_scope_limit_does_not_outlive_its_request(world, scoped) -> None:
     scoped.get("/api/v1/facts")
     unlimited = bearer(world.tokens["read"]).get("/api/v1/facts?limit=200").json()["results"]
     assert {"team:b", "team:a2"} <= {f["scope"] for f in unlimited}
+
+
+def test_with_mail_set_up_an_invitation_is_also_mailed(owner, settings, mailoutbox) -> None:
+    settings.MNEMOSYNE_MAIL_ENABLED = True
+    admin = _page(owner)
+    admin.post("/t/acme/members/invite", {"role": "auditor", "email": "nina@example.org"})
+    page = admin.get("/t/acme/members/").content.decode()
+    link = re.search(r'id="member-link">([^<]+)<', page).group(1)
+    assert "It was also sent by e-mail." in page
+    assert len(mailoutbox) == 1 and mailoutbox[0].to == ["nina@example.org"]
+    assert link in mailoutbox[0].body and "Acme" in mailoutbox[0].subject

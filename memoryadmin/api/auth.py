@@ -14,8 +14,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from memoryadmin.api.throttling import charge_address
 from memoryadmin.security import client_ip
 from tenants.models import ApiKey
-from tenants.scope import scope_limit_set
-from tenants.services import apikey_usage_record, apikey_verify
+from tenants.services import apikey_authenticate
 
 
 class ApiKeyPrincipal:
@@ -54,17 +53,13 @@ class ApiKeyAuthentication(BaseAuthentication):
             token = parts[1].decode("ascii")
         except UnicodeDecodeError:
             token = ""
-        key = apikey_verify(token=token, address=client_ip(request)) if token else None
+        # Verifies, counts the request, and limits it to the key's scope (README: API keys).
+        key = apikey_authenticate(token=token, address=client_ip(request)) if token else None
         if key is None:
             # Guessing keys costs the address its anonymous rate (429 past it).
             charge_address(request)
             # One answer for unknown, wrong, expired and revoked keys: nothing to learn.
             raise AuthenticationFailed(_("the API key is unknown, expired or revoked"))
-        apikey_usage_record(key=key)
-        # Everything this request does is limited to the key's scope prefix (if it has one):
-        # the one place every surface that takes a key goes through (README: API keys).
-        # memoryadmin.security.ScopeLimitMiddleware lifts it when the request ends.
-        scope_limit_set(key.scope_prefix)
         return ApiKeyPrincipal(key), key
 
     def authenticate_header(self, request: HttpRequest) -> str:
