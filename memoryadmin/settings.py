@@ -272,6 +272,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+    # The MCP SDK logs every request it processes at INFO.
+    "loggers": {"mcp": {"level": "WARNING"}},
 }
 
 if not DEBUG:
