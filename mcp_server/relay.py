@@ -28,7 +28,6 @@ from anyio.abc import TaskStatus
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
-from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import McpError
 
@@ -121,18 +120,22 @@ class Upstream:
         task_status.started()
         while True:
             await self._wanted.wait()
-            self._wanted, self._drop = anyio.Event(), anyio.Event()
-            self._recorder = _Recorder(httpx.AsyncHTTPTransport(verify=self.verify))
+            self._wanted = anyio.Event()
+            attempt, drop = self._attempt, anyio.Event()
+            self._drop = drop
+            recorder = self._recorder = _Recorder(httpx.AsyncHTTPTransport(verify=self.verify))
             try:
-                await self._connect(self._recorder, self._drop)
+                await self._connect(recorder, attempt, drop)
+            except TimeoutError:
+                self._failure = f"no answer within {self.timeout:g} s"
             except Exception as error:  # noqa: BLE001 - every failure becomes the reason given
                 leaf = _leaf(error)
-                self._failure = self._recorder.problem or f"{type(leaf).__name__}: {leaf}"
+                self._failure = recorder.problem or f"{type(leaf).__name__}: {leaf}"
             finally:
                 self._session = None
-                self._attempt.set()
+                attempt.set()
 
-    async def _connect(self, recorder: _Recorder, drop: anyio.Event) -> None:
+    async def _connect(self, recorder: _Recorder, attempt: anyio.Event, drop: anyio.Event) -> None:
         headers = {
             "Authorization": f"Bearer {self.key}",
             "User-Agent": f"mnemosyne-mcp/{_version()}",
@@ -148,15 +151,15 @@ class Upstream:
             with anyio.fail_after(self.timeout):
                 await session.initialize()
             self._session, self._failure = session, None
-            self._attempt.set()
+            attempt.set()
             await drop.wait()
 
     async def _connected(self) -> ClientSession:
         async with self._lock:
             if self._session is None:
-                self._attempt = anyio.Event()
+                attempt = self._attempt = anyio.Event()
                 self._wanted.set()
-                await self._attempt.wait()
+                await attempt.wait()
             if self._session is None:
                 raise Unreachable(self._failure or "the connection failed")
             return self._session
@@ -187,61 +190,52 @@ class Upstream:
         return self._recorder.problem if self._recorder is not None else None
 
 
+# Every request the relay answers, with the result type the server answers it with.
+FORWARDED: dict[type, type] = {
+    types.ListToolsRequest: types.ListToolsResult,
+    types.CallToolRequest: types.CallToolResult,
+    types.ListResourcesRequest: types.ListResourcesResult,
+    types.ListResourceTemplatesRequest: types.ListResourceTemplatesResult,
+    types.ReadResourceRequest: types.ReadResourceResult,
+    types.ListPromptsRequest: types.ListPromptsResult,
+    types.GetPromptRequest: types.GetPromptResult,
+}
+
+
 def build_relay(upstream: Upstream) -> Server[Any, Any]:
+    """A server whose every request is the server's: sent on as it came (arguments, cursors),
+    answered with what came back. Only a failure to reach the server is the relay's own: a
+    tool error for a tool call, a JSON-RPC error for the rest."""
     relay: Server[Any, Any] = Server(
         catalog.SERVER_NAME, version=_version(), instructions=catalog.INSTRUCTIONS
     )
 
-    async def ask(request: Callable[[ClientSession], Awaitable[T]]) -> T:
-        try:
-            return await upstream.call(request)
-        except Unreachable as error:
-            raise McpError(types.ErrorData(code=types.INTERNAL_ERROR, message=str(error))) from None
+    def forward(result_type: type) -> Callable[[Any], Awaitable[types.ServerResult]]:
+        async def handler(request: Any) -> types.ServerResult:
+            # Method and parameters only: the client's JSON-RPC id is not the server's.
+            same = type(request)(method=request.method, params=request.params)
+            onward = types.ClientRequest(same)
+            try:
+                result = await upstream.call(
+                    lambda session: session.send_request(onward, result_type)
+                )
+            except Unreachable as error:
+                if result_type is not types.CallToolResult:
+                    raise McpError(
+                        types.ErrorData(code=types.INTERNAL_ERROR, message=str(error))
+                    ) from None
+                text = json.dumps({"error": str(error)}, ensure_ascii=False)
+                result = types.CallToolResult(
+                    content=[types.TextContent(type="text", text=text)], isError=True
+                )
+            return types.ServerResult(result)
 
-    @relay.list_tools()
-    async def list_tools() -> list[types.Tool]:
-        return (await ask(lambda session: session.list_tools())).tools
+        return handler
 
-    @relay.call_tool(validate_input=False)  # the server checks, and names the argument
-    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        try:
-            return await upstream.call(lambda session: session.call_tool(name, arguments))
-        except Unreachable as error:
-            text = json.dumps({"error": str(error)}, ensure_ascii=False)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], isError=True
-            )
-
-    @relay.list_resources()
-    async def list_resources() -> list[types.Resource]:
-        return (await ask(lambda session: session.list_resources())).resources
-
-    @relay.list_resource_templates()
-    async def list_resource_templates() -> list[types.ResourceTemplate]:
-        return (await ask(lambda session: session.list_resource_templates())).resourceTemplates
-
-    @relay.read_resource()
-    async def read_resource(uri: Any) -> list[ReadResourceContents]:
-        result = await ask(lambda session: session.read_resource(uri))
-        contents = []
-        for part in result.contents:
-            if isinstance(part, types.TextResourceContents):
-                contents.append(ReadResourceContents(content=part.text, mime_type=part.mimeType))
-            else:
-                import base64
-
-                data = base64.b64decode(part.blob)
-                contents.append(ReadResourceContents(content=data, mime_type=part.mimeType))
-        return contents
-
-    @relay.list_prompts()
-    async def list_prompts() -> list[types.Prompt]:
-        return (await ask(lambda session: session.list_prompts())).prompts
-
-    @relay.get_prompt()
-    async def get_prompt(name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        return await ask(lambda session: session.get_prompt(name, arguments))
-
+    # Registered as the SDK's decorators do, minus their extras (a tool cache that lists the
+    # tools again before a call, argument checks): the server does both.
+    for request_type, result_type in FORWARDED.items():
+        relay.request_handlers[request_type] = forward(result_type)
     return relay
 
 

@@ -80,15 +80,21 @@ def build_server() -> Server[Any, Any]:
     async def list_tools() -> list[types.Tool]:
         return [_tool(spec) for spec in await in_request(tools.tools_for)]
 
-    # Arguments are checked by mcp_server.inputs, which names the argument in its error.
-    @server.call_tool(validate_input=False)
-    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
+        name, arguments = request.params.name, request.params.arguments
         outcome = await in_request(lambda binding: tools.tool_call(binding, name, arguments))
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=_json_text(outcome.payload))],
-            structuredContent=None if outcome.is_error else outcome.payload,
-            isError=outcome.is_error,
+        return types.ServerResult(
+            types.CallToolResult(
+                content=[types.TextContent(type="text", text=_json_text(outcome.payload))],
+                structuredContent=None if outcome.is_error else outcome.payload,
+                isError=outcome.is_error,
+            )
         )
+
+    # Registered without the SDK's decorator, whose extras do not fit: its tool cache, shared
+    # by every key, lists the tools again before a call, and its schema check does not name
+    # the argument (mcp_server.inputs does).
+    server.request_handlers[types.CallToolRequest] = call_tool
 
     @server.list_resources()
     async def list_resources() -> list[types.Resource]:
