@@ -10,8 +10,10 @@ session to DELETE (405).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -60,16 +62,27 @@ class McpView(APIView):
     permission_classes = [IsAuthenticated]
     throttle_classes = [ApiRateThrottle]
     schema = None  # a protocol of its own, not a REST operation: not in the OpenAPI schema
+    _outage = False
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        check_body_size(request, settings.MNEMOSYNE_API_MAX_BODY_BYTES)
+        try:
+            super().initial(request, *args, **kwargs)  # the key (401), its rate (429)
+        except (OperationalError, InterfaceError):
+            # The key cannot be checked while the database is down. The request is answered
+            # all the same, with no key bound: every tool call gets a tool error saying the
+            # memory store is unavailable, which an agent can read (a 5xx it could not).
+            logger.warning("MCP request while the database is unreachable", exc_info=True)
+            self._outage = True
 
     def post(self, request: Request) -> HttpResponse:
-        check_body_size(request, settings.MNEMOSYNE_API_MAX_BODY_BYTES)
-        binding = Binding.of_key(request.auth)
+        binding = None if self._outage else Binding.of_key(request.auth)
         try:
             answer = BRIDGE.call(
                 _asgi_scope(request), request.body, context=binding, timeout=TIMEOUT_SECONDS
             )
         except BridgeTimeout as late:
-            logger.warning("tenant %s: MCP request unanswered: %s", binding.tenant.pk, late)
+            logger.warning("MCP request unanswered: %s", late)
             return JsonResponse(
                 {"message": f"the MCP server did not answer in time ({late})"}, status=503
             )

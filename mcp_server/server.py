@@ -69,9 +69,15 @@ def build_server() -> Server[Any, Any]:
         hop = request.scope[HOP_KEY] if request is not None else None
         if hop is None:  # pragma: no cover - only ever served through the bridge
             raise McpError(types.ErrorData(code=types.INTERNAL_ERROR, message="no caller"))
+
+        def bound(binding: tools.Binding | None) -> T:
+            if binding is None:  # the key could not be checked: the database is down
+                raise tools.StoreUnavailable
+            return work(binding)
+
         try:
-            return await hop(work)
-        except (OperationalError, InterfaceError):
+            return await hop(bound)
+        except (OperationalError, InterfaceError, tools.StoreUnavailable):
             raise McpError(
                 types.ErrorData(code=types.INTERNAL_ERROR, message=tools.UNAVAILABLE)
             ) from None
@@ -82,7 +88,10 @@ def build_server() -> Server[Any, Any]:
 
     async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
         name, arguments = request.params.name, request.params.arguments
-        outcome = await in_request(lambda binding: tools.tool_call(binding, name, arguments))
+        try:
+            outcome = await in_request(lambda binding: tools.tool_call(binding, name, arguments))
+        except McpError as failure:  # an agent gets a tool error it can read, not a protocol one
+            outcome = tools.Outcome({"error": failure.error.message}, is_error=True)
         return types.ServerResult(
             types.CallToolResult(
                 content=[types.TextContent(type="text", text=_json_text(outcome.payload))],

@@ -67,6 +67,10 @@ class Refused(Exception):
     """A well-formed call this key may not make."""
 
 
+class StoreUnavailable(Exception):
+    """The database does not answer (not even to check the key)."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     payload: dict[str, Any]
