@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 SERVER_NAME = "mnemosyne"
+KEY_VARIABLE = "MNEMOSYNE_API_KEY"  # where `mnemosyne mcp` reads the tenant's API key
 CATEGORIES = ["user_pref", "project", "tool", "general"]  # facts.models.Category
 KINDS = ["fact", "turn"]  # facts.models.Kind
 MAX_K = 100  # retrieval.search.MAX_K

@@ -32,9 +32,9 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import McpError
 
 from mcp_server import catalog
+from mcp_server.catalog import KEY_VARIABLE
 
 T = TypeVar("T")
-KEY_VARIABLE = "MNEMOSYNE_API_KEY"
 DEFAULT_TIMEOUT = 15.0
 
 
