@@ -9,6 +9,7 @@ API key is bound. The SDK parses and answers the protocol; nothing here knows th
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
@@ -53,8 +54,6 @@ def _tool(spec: ToolSpec) -> types.Tool:
 
 
 def _json_text(payload: dict[str, Any]) -> str:
-    import json
-
     return json.dumps(payload, ensure_ascii=False, default=str)
 
 

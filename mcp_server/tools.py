@@ -9,9 +9,10 @@ from an argument. Errors are answers, not exceptions: a bad argument is `{"error
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.db import InterfaceError, OperationalError
@@ -223,13 +224,7 @@ def _feedback(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     result = fact_feedback(
         tenant=binding.tenant, fact_id=given.fact_id, helpful=given.helpful, actor=binding.actor
     )
-    return {
-        "fact_id": result.fact_id,
-        "old_trust": result.old_trust,
-        "new_trust": result.new_trust,
-        "helpful_count": result.helpful_count,
-        "unhelpful_count": result.unhelpful_count,
-    }
+    return asdict(result)  # fact_id, old and new trust, helpful and unhelpful counts
 
 
 def _update(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
@@ -326,8 +321,6 @@ def known_facts(binding: Binding) -> Document:
 
 
 def fact_document(binding: Binding, fact_id: str) -> Document:
-    import json
-
     try:
         ident = int(fact_id)
     except ValueError:
