@@ -316,3 +316,43 @@ def test_only_post_is_served_and_a_key_over_its_rate_gets_429(
     assert [a.status_code for a in answers] == [200, 200, 200, 429]
     assert answers[0].json() == {"jsonrpc": "2.0", "id": 1, "result": {}}
     assert int(answers[3].headers["Retry-After"]) > 0
+
+
+def test_malformed_requests_get_a_clear_4xx_or_json_rpc_error_never_a_5xx(
+    live_server, mcp_team
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {mcp_team.write}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    bodies = [
+        b"not json",
+        b"[]",
+        b'{"jsonrpc": "2.0"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": 5}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_search",'
+        b' "arguments": "query"}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "x"}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "resources/read",'
+        b' "params": {"uri": "mnemosyne://facts/99999999999999999999999"}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "nope"}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "no/such/method"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
+        b'"memory_store", "arguments": {"content": "\\u0000"}}}',
+    ]
+    for body in bodies:
+        answer = httpx.post(f"{live_server.url}/mcp", content=body, headers=headers, timeout=30)
+        assert answer.status_code < 500, (body, answer.status_code, answer.text)
+        if answer.status_code == 200:
+            reply = answer.json()
+            problem = reply.get("error") or (
+                reply["result"] if reply["result"].get("isError") else None
+            )
+            assert problem, (body, reply)  # every one of these is refused, with a reason
+    wrong_type = httpx.post(
+        f"{live_server.url}/mcp", content=b"{}", timeout=30,
+        headers={**headers, "Content-Type": "text/plain"},
+    )  # fmt: skip
+    assert wrong_type.status_code == 400 and "Content-Type" in wrong_type.text
