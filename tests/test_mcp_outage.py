@@ -5,6 +5,7 @@ traceback), and the same sessions work again once the database is back."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import tempfile
@@ -24,15 +25,44 @@ from tests.mcp_support import http_session, payload, relay_parameters, run, stdi
 pytestmark = pytest.mark.slow
 
 
+class Web:
+    """gunicorn as `up` runs it, on a port that stays the same across restarts."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env, self.log = env, log
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [str(REPO / ".venv" / "bin" / "gunicorn"), "memoryadmin.wsgi:application",
+             "--bind", self.url.removeprefix("http://"), "--workers", "2", "--timeout", "60"],
+            env=self.env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=self.log.open("a"),
+        )  # fmt: skip
+        wait_for(self._answers, timeout=120, what="gunicorn")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def _answers(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=5).status_code in (200, 503)
+        except httpx.HTTPError:
+            return False
+
+
 @pytest.fixture
-def web_on_own_database() -> Iterator[tuple[Any, str, str]]:
+def web_on_own_database() -> Iterator[tuple[Any, Web, str]]:
     """An embedded PostgreSQL of the test's own (outside pytest's folders: see the Hermes
     outage test), migrated, with a tenant and a key, served by gunicorn as `up` serves it."""
     home = Path(tempfile.mkdtemp(prefix="mnemosyne-mcp-outage-"))
     database = server_for_home(home)
     database.start()
     env = child_env(MNEMOSYNE_HOME=str(home), DATABASE_URL=None, CELERY_BROKER_URL=None)
-    web = None
+    web = Web(env, home / "web.log")
     try:
         subprocess.run(
             [PYTHON, "-m", "memoryadmin.cli", "migrate", "--verbosity", "0"],
@@ -45,27 +75,10 @@ def web_on_own_database() -> Iterator[tuple[Any, str, str]]:
              "print(apikey_create(tenant=t, name='cursor', actor=Actor.job('test')).token)"],
             env=env, cwd=REPO, check=True, timeout=120, capture_output=True, text=True,
         )  # fmt: skip
-        token = made.stdout.strip().splitlines()[-1]
-        port = free_port()
-        web = subprocess.Popen(
-            [str(REPO / ".venv" / "bin" / "gunicorn"), "memoryadmin.wsgi:application",
-             "--bind", f"127.0.0.1:{port}", "--workers", "2", "--timeout", "60"],
-            env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=(home / "web.log").open("w"),
-        )  # fmt: skip
-        url = f"http://127.0.0.1:{port}"
-
-        def answers() -> bool:
-            try:
-                return httpx.get(f"{url}/healthz", timeout=5).status_code in (200, 503)
-            except httpx.HTTPError:
-                return False
-
-        wait_for(answers, timeout=120, what="gunicorn")
-        yield database, url, token
+        web.start()
+        yield database, web, made.stdout.strip().splitlines()[-1]
     finally:
-        if web is not None:
-            web.terminate()
-            web.wait(timeout=30)
+        web.stop()
         database.stop()
         shutil.rmtree(home, ignore_errors=True)
 
@@ -73,7 +86,7 @@ def web_on_own_database() -> Iterator[tuple[Any, str, str]]:
 def test_a_database_outage_gives_tool_errors_and_the_sessions_recover(
     web_on_own_database,
 ) -> None:
-    database, url, token = web_on_own_database
+    database, web, token = web_on_own_database
 
     async def search(session) -> tuple[bool, dict]:
         result = await session.call_tool("memory_search", {"query": "standup time"})
@@ -82,30 +95,39 @@ def test_a_database_outage_gives_tool_errors_and_the_sessions_recover(
     async def work() -> dict[str, Any]:
         seen: dict[str, Any] = {}
         async with (
-            http_session(url, token) as direct,
-            stdio_session(relay_parameters(url, token, "--timeout", "10")) as relayed,
+            http_session(web.url, token) as direct,
+            stdio_session(relay_parameters(web.url, token, "--timeout", "10")) as relayed,
         ):
             stored = payload(
                 await direct.call_tool("memory_store", {"content": "The standup is at 9:30"})
             )
             seen["before"] = await search(direct), await search(relayed)
-            database.stop()
+            await asyncio.to_thread(database.stop)
             started = time.monotonic()
             seen["down"] = await search(direct), await search(relayed)
             seen["down_store"] = payload(
                 await relayed.call_tool("memory_store", {"content": "Lost while down?"})
             )
             seen["took"] = time.monotonic() - started
-            database.start()
+            await asyncio.to_thread(database.start)
             seen["after"] = await search(direct), await search(relayed)
             seen["stored"] = stored
+
+            # The web server itself goes away, and comes back on the same address: the relay
+            # says so, then reconnects by itself.
+            await asyncio.to_thread(web.stop)
+            seen["web_down"] = await search(relayed)
+            await asyncio.to_thread(web.start)
+            seen["web_back"] = await search(relayed)
         return seen
 
-    seen = run(work, timeout=240)
+    seen = run(work, timeout=400)
     fact_id = seen["stored"]["fact_id"]
-    for is_error, answer in seen["before"] + seen["after"]:
+    for is_error, answer in [*seen["before"], *seen["after"], seen["web_back"]]:
         assert not is_error and answer["results"][0]["fact_id"] == fact_id
     for is_error, answer in seen["down"]:
         assert is_error and answer == {"error": UNAVAILABLE}
     assert seen["down_store"] == {"error": UNAVAILABLE}
     assert seen["took"] < 20
+    is_error, answer = seen["web_down"]
+    assert is_error and answer["error"].startswith(f"Mnemosyne at {web.url}/mcp: cannot connect")
