@@ -5,6 +5,7 @@ the prompt, bad arguments, another tenant's facts, revoked keys, the API's rate 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
@@ -155,8 +156,17 @@ def test_another_tenants_fact_is_not_found_exactly_like_a_missing_one(
                     await session.read_resource(f"mnemosyne://facts/{fact_id}")
                 except McpError as error:
                     seen[f"resource/{label}"] = (error.error.code, error.error.message)
-            found = await session.call_tool("memory_search", {"query": "Globex deploys Fridays"})
-            seen["search"] = payload(found)
+            # Every tool that reads, asked what only the other tenant knows.
+            for tool, arguments in (
+                ("memory_search", {"query": "Globex deploys Fridays"}),
+                ("memory_context", {"task": "when does Globex deploy"}),
+                ("memory_probe", {"entity": "Globex"}),
+                ("memory_related", {"entity": "Globex"}),
+                ("memory_recent", {"limit": 100}),
+            ):
+                seen[tool] = payload(await session.call_tool(tool, arguments))
+            known = await session.read_resource("mnemosyne://facts")
+            seen["known"] = known.contents[0].text
         return seen
 
     seen = run(probe)
@@ -165,7 +175,13 @@ def test_another_tenants_fact_is_not_found_exactly_like_a_missing_one(
         assert seen[f"{tool}/missing"] == (True, f"fact_id: fact {missing} not found")
     assert seen["resource/theirs"] == (-32002, f"fact {theirs} not found")
     assert seen["resource/missing"] == (-32002, f"fact {missing} not found")
-    assert seen["search"]["count"] == 0
+    for tool in ("memory_search", "memory_probe", "memory_related", "memory_recent"):
+        assert theirs not in [row["fact_id"] for row in seen[tool]["results"]], tool
+        assert "Fridays" not in json.dumps(seen[tool]), tool
+    context = seen["memory_context"]
+    assert "Fridays" not in context["text"]
+    assert theirs not in [i for ids in context["fact_ids"].values() for i in ids]
+    assert "Fridays" not in seen["known"] and f"[fact {theirs}]" not in seen["known"]
     with tenant_scope(other_tenant):
         fact = Fact.objects.for_tenant(other_tenant).get(pk=theirs)
     assert (fact.content, fact.status, fact.trust_score) == (
