@@ -115,14 +115,15 @@ class Upstream:
         self._wanted = anyio.Event()
         self._attempt = anyio.Event()
         self._drop = anyio.Event()
+        self._ended = anyio.Event()  # set when the current session is gone
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
             await self._wanted.wait()
             self._wanted = anyio.Event()
-            attempt, drop = self._attempt, anyio.Event()
-            self._drop = drop
+            attempt, drop, ended = self._attempt, anyio.Event(), anyio.Event()
+            self._drop, self._ended = drop, ended
             recorder = self._recorder = _Recorder(httpx.AsyncHTTPTransport(verify=self.verify))
             try:
                 await self._connect(recorder, attempt, drop)
@@ -134,6 +135,7 @@ class Upstream:
             finally:
                 self._session = None
                 attempt.set()
+                ended.set()
 
     async def _connect(self, recorder: _Recorder, attempt: anyio.Event, drop: anyio.Event) -> None:
         headers = {
@@ -154,7 +156,7 @@ class Upstream:
             attempt.set()
             await drop.wait()
 
-    async def _connected(self) -> ClientSession:
+    async def _connected(self) -> tuple[ClientSession, anyio.Event]:
         async with self._lock:
             if self._session is None:
                 attempt = self._attempt = anyio.Event()
@@ -162,7 +164,7 @@ class Upstream:
                 await attempt.wait()
             if self._session is None:
                 raise Unreachable(self._failure or "the connection failed")
-            return self._session
+            return self._session, self._ended
 
     def _forget(self) -> None:
         self._session = None
@@ -172,11 +174,14 @@ class Upstream:
         """One request to the server; Unreachable, saying why, when it cannot answer."""
         try:
             with anyio.fail_after(self.timeout):
-                return await request(await self._connected())
+                session, ended = await self._connected()
+                return await _unless(ended, request(session))
         except McpError as error:
             if error.error.code != types.CONNECTION_CLOSED:
                 raise  # the server's own answer (e.g. a resource that is not there)
             problem = self._problem() or "the connection to the server closed"
+        except _SessionEnded:
+            problem = self._problem() or self._failure or "the connection to the server closed"
         except TimeoutError:
             problem = f"no answer within {self.timeout:g} s"
         except Unreachable as error:
@@ -188,6 +193,37 @@ class Upstream:
 
     def _problem(self) -> str | None:
         return self._recorder.problem if self._recorder is not None else None
+
+
+class _SessionEnded(Exception):
+    pass
+
+
+async def _unless(ended: anyio.Event, work: Awaitable[T]) -> T:
+    """`work`'s result, or _SessionEnded as soon as the session it waits on is gone. (A
+    session that fails in the middle of a request does not always wake the request.)"""
+    outcome: list[tuple[bool, Any]] = []
+    async with anyio.create_task_group() as tasks:
+
+        async def do() -> None:
+            try:
+                outcome.append((True, await work))
+            except Exception as error:  # noqa: BLE001 - raised again below, unwrapped
+                outcome.append((False, error))
+            tasks.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await ended.wait()
+            tasks.cancel_scope.cancel()
+
+        tasks.start_soon(do)
+        tasks.start_soon(watch)
+    if not outcome:
+        raise _SessionEnded
+    succeeded, value = outcome[0]
+    if not succeeded:
+        raise value
+    return value
 
 
 # Every request the relay answers, with the result type the server answers it with.

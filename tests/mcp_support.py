@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -59,12 +60,14 @@ async def stdio_session(parameters: StdioServerParameters) -> AsyncIterator[Clie
 
 
 def run(work: Callable[[], Awaitable[T]], timeout: float = 120) -> T:
-    """Run a coroutine of the test (outside Django's ORM: no queries in here)."""
+    """Run a coroutine of the test (outside Django's ORM: no queries in here), on a thread of
+    its own: the test's thread may already run an event loop (Playwright's, in a full run)."""
 
     async def bounded() -> T:
         return await asyncio.wait_for(work(), timeout)
 
-    return asyncio.run(bounded())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-test-client") as pool:
+        return pool.submit(asyncio.run, bounded()).result()
 
 
 def payload(result: CallToolResult) -> dict[str, Any]:
