@@ -106,7 +106,7 @@ def _pages(tenant: Any, fact: Any, deep_cursor: str, entity_id: int, key_id: int
         ("retention preview", lambda q: f"{base}retention/preview?archive_below_trust=0.5"),
         ("members", lambda q: f"{base}members/"),
         ("API keys", lambda q: f"{base}keys/"),
-        ("Hermes", lambda q: f"{base}hermes/?key={key_id}&scope=team:core"),
+        ("Connect an agent", lambda q: f"{base}connect/?key={key_id}&scope=team:core"),
         ("audit log", lambda q: f"{base}audit/"),
         ("audit log, filtered", lambda q: f"{base}audit/?action=feedback"),
     ]

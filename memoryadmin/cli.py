@@ -1,4 +1,4 @@
-"""The `mnemosyne` command: `up`, `status`, `stop`, and every manage.py command.
+"""The `mnemosyne` command: `up`, `status`, `stop`, `mcp`, and every manage.py command.
 
 When the database is the embedded one, a command that needs it starts it first and stops it
 again when the command ends (unless it was already running, e.g. under `mnemosyne up`).
@@ -44,8 +44,13 @@ def _stop_quietly(server: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
     argv = list(sys.argv if argv is None else argv)
+    if len(argv) > 1 and argv[1] == "mcp":
+        # The stdio relay runs on an agent's machine: no settings, no database, no Django.
+        from mcp_server.relay import main as relay
+
+        sys.exit(relay(argv[2:]))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
     from django.core.management import execute_from_command_line
 
     from memoryadmin.env import ConfigError

@@ -320,6 +320,8 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+    # The MCP SDK logs every request it processes at INFO.
+    "loggers": {"mcp": {"level": "WARNING"}},
 }
 
 # -- HTTP security ------------------------------------------------------------------------------

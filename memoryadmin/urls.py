@@ -1,11 +1,13 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 
+from mcp_server.api import McpView
 from memoryadmin import views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    re_path(r"^mcp/?$", McpView.as_view(), name="mcp"),
     path("admin/", admin.site.urls),
     path("", include("memoryadmin.web.urls")),
     path("", include("memoryadmin.api.urls")),

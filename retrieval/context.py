@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from django.core.cache import cache
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from facts.models import Fact, Kind, Status
@@ -119,8 +120,8 @@ def context_build(
     prefix = (scope or "").strip().strip("/")
     with tenant_scope(tenant):
         facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
-        if prefix:
-            facts = facts.filter(scope__startswith=prefix)
+        if prefix:  # a path: 'a:b' covers 'a:b/...', never 'a:b2'
+            facts = facts.filter(Q(scope=prefix) | Q(scope__startswith=f"{prefix}/"))
         facts = facts.defer("search_vector")
         if hot_restore and session_id:
             recent = list(

@@ -1,4 +1,4 @@
-"""Web admin pages of tenant administration: retention, members, API keys, Hermes."""
+"""Web admin pages of tenant administration: retention, members, API keys, connecting agents."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from django.utils.translation import gettext_lazy
 
 from facts.selectors import retention_preview
 from facts.services import clean_scope
+from mcp_server import clients
 from memoryadmin.web.forms import apply_errors
 from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page, tenant_url
 from tenants import selectors, services
@@ -317,7 +318,7 @@ class MemberRemoveAction(WriteAction):
         return redirect(self.url("members"))
 
 
-# -- API keys and Hermes ----------------------------------------------------------------------
+# -- API keys and connecting agents ------------------------------------------------------------
 
 
 def hermes_install_command(*, token: str, scope: str = "", hermes_home: str = "") -> str:
@@ -409,6 +410,7 @@ class ApiKeyCreatedPage(TenantPage):
             "command": hermes_install_command(token=token, scope=key.scope_prefix)
             if token
             else None,
+            **(_agent_snippets(request, token) if token else {}),
         }
         response = self.render("web/key_created.html", context)
         response["Cache-Control"] = "no-store"  # the secret must not be kept anywhere
@@ -449,9 +451,21 @@ class ApiKeyRevokeAction(WriteAction):
         return redirect(self.url("keys"))
 
 
-@tenant_page("hermes/", name="hermes", nav=gettext_lazy("Connect Hermes"), order=75)
-class HermesPage(TenantPage):
-    """How to connect a Hermes profile: the exact install command for a key."""
+def _agent_snippets(request: HttpRequest, token: str) -> dict[str, Any]:
+    """How MCP clients reach this server with the key (README: "Connecting MCP clients")."""
+    url = request.build_absolute_uri("/").rstrip("/")
+    return {
+        "server_url": url,
+        "mcp_stdio": clients.as_json(clients.stdio_config(url=url, token=token)),
+        "mcp_http": clients.as_json(clients.http_config(url=url, token=token)),
+        "claude_code": clients.claude_code_commands(url=url, token=token),
+    }
+
+
+@tenant_page("connect/", name="connect", nav=gettext_lazy("Connect an agent"), order=75)
+class ConnectPage(TenantPage):
+    """How to connect agents with a key: the Hermes install command and the MCP clients'
+    configuration, for the chosen key (its secret left as a placeholder)."""
 
     def get(self, request: HttpRequest) -> HttpResponse:
         keys = [k for k in selectors.apikey_list(tenant=self.tenant) if k.is_active]
@@ -468,14 +482,21 @@ class HermesPage(TenantPage):
         elif keys and not form.is_bound:
             key = keys[0]
         data = form.cleaned_data if form.is_bound and not form.errors else {}
+        token = _placeholder(key) if key else "mnm_..._SECRET"
         command = hermes_install_command(
-            token=_placeholder(key) if key else "mnm_..._SECRET",
+            token=token,
             scope=data.get("scope", ""),
             hermes_home=(data.get("hermes_home") or "").strip(),
         )
-        context = {"form": form, "key": key, "keys": keys, "command": command}
-        template = "web/_hermes_command.html" if request.headers.get("HX-Request") else None
-        return self.render(template or "web/hermes.html", context, 400 if form.errors else 200)
+        context = {
+            "form": form,
+            "key": key,
+            "keys": keys,
+            "command": command,
+            **_agent_snippets(request, token),
+        }
+        template = "web/_connect_snippets.html" if request.headers.get("HX-Request") else None
+        return self.render(template or "web/connect.html", context, 400 if form.errors else 200)
 
 
 # -- the tenant itself: rename, delete ----------------------------------------------------------

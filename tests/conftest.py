@@ -9,6 +9,7 @@ from django.conf import settings
 
 from memoryadmin.embedded_db import server_for_home
 from tests.api_fixtures import world  # noqa: F401 - the REST API tests' tenant with data
+from tests.mcp_support import eager_tasks, mcp_team  # noqa: F401 - the MCP tests' team
 
 
 @pytest.fixture(scope="session")

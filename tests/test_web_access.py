@@ -97,7 +97,7 @@ def carol(db):
 
 def test_the_registry_knows_every_parameter_and_write() -> None:
     assert {"dashboard", "facts", "fact", "recall", "entities", "entity", "retention", "members",
-            "keys", "hermes", "audit"} <= {spec.name for spec in PAGES}  # fmt: skip
+            "keys", "connect", "audit"} <= {spec.name for spec in PAGES}  # fmt: skip
     for spec in PAGES:
         unknown = set(re.findall(r"<(?:\w+:)?(\w+)>", spec.route)) - PARAMETERS
         assert not unknown, f"{spec.name}: add a sample value for {unknown} to this test"
@@ -268,7 +268,7 @@ def _grow(world: World, n: int) -> None:
         "/t/acme/audit/",
         "/t/acme/keys/",
         "/t/acme/members/",
-        "/t/acme/hermes/",
+        "/t/acme/connect/",
         "/t/acme/retention/",
         "/t/acme/facts/{fact}/",
     ],

@@ -150,11 +150,13 @@ def test_a_team_admin_sets_up_a_tenant_and_works_with_its_memory(
     expect(page.locator('tr[data-key="hermes-research"]')).to_be_visible()
     assert secret not in page.content()
     admin.shot("keys")
-    page.click("nav.side >> text=Connect Hermes")
+    page.click("nav.side >> text=Connect an agent")
     page.fill("#id_scope", "team:research")
     expect(page.locator("#hermes-command")).to_contain_text("--scope team:research")  # htmx
     assert "mnm_" + secret.split("_")[1] + "_SECRET" in page.inner_text("#hermes-command")
-    admin.shot("hermes")
+    expect(page.locator("#mcp-stdio")).to_contain_text('"mcp", "--url"')
+    expect(page.locator("#mcp-http")).to_contain_text(f"{live_server.url}/mcp")
+    admin.shot("connect")
 
     # Facts, stored through the page (the admin) and through the API (an agent with the key).
     for content, scope, category in (

@@ -365,7 +365,7 @@ def test_members_are_added_by_username_changed_and_removed(world, owner, django_
     assert 'data-member="carol"' not in _text(client.get("/t/acme/members/"))
 
 
-def test_a_new_keys_secret_is_shown_once_with_its_hermes_command(world, owner) -> None:
+def test_a_new_keys_secret_is_shown_once_with_its_agent_settings(world, owner) -> None:
     client = _client(owner)
     bad = client.post("/t/acme/keys/new", {"name": "", "scopes": ["read"]})
     assert bad.status_code == 400 and "This field is required" in _text(bad)
@@ -379,6 +379,10 @@ def test_a_new_keys_secret_is_shown_once_with_its_hermes_command(world, owner) -
     assert 'id="key-secret"' not in again and 'id="secret-gone"' in again
     secret = re.search(r'id="key-secret">(mnm_[^<]+)<', _text(made)).group(1)
     assert f"mnemosyne hermes install --api-key {secret}" in _text(made)
+    shown = html.unescape(_text(made))
+    assert f'"MNEMOSYNE_API_KEY": "{secret}"' in shown  # the MCP client's settings
+    assert f'"Authorization": "Bearer {secret}"' in shown
+    assert '"url": "http://testserver/mcp"' in shown
     listing = _text(client.get("/t/acme/keys/"))
     assert 'data-key="hermes-research"' in listing and secret not in listing
     assert secret.split("_")[1] in listing  # the public prefix
@@ -397,21 +401,36 @@ def test_revoking_a_key_refuses_it(world, owner) -> None:
     assert apikey_verify(token=token) is None
 
 
-def test_the_hermes_page_gives_the_exact_command_for_a_key(world, owner) -> None:
+def test_the_connect_page_gives_the_exact_settings_for_a_key(world, owner) -> None:
     from tenants.selectors import apikey_get
 
     key = apikey_get(tenant=world.tenant, key_id=world.key_id)
     client = _client(owner)
     page = html.unescape(_text(client.get(
-        f"/t/acme/hermes/?key={key.pk}&scope=team:research&hermes_home=/srv/hermes profiles/x"
+        f"/t/acme/connect/?key={key.pk}&scope=team:research&hermes_home=/srv/hermes profiles/x"
     )))  # fmt: skip
     assert (
         "mnemosyne hermes install --hermes-home '/srv/hermes profiles/x' "
         f"--api-key mnm_{key.prefix}_SECRET --scope team:research"
     ) in page
-    fragment = client.get(f"/t/acme/hermes/?key={key.pk}", headers={"HX-Request": "true"})
+    stdio = re.search(r'<pre id="mcp-stdio">(.*?)</pre>', page, re.S).group(1)
+    assert json.loads(stdio) == {"mcpServers": {"mnemosyne": {
+        "command": "mnemosyne", "args": ["mcp", "--url", "http://testserver"],
+        "env": {"MNEMOSYNE_API_KEY": f"mnm_{key.prefix}_SECRET"},
+    }}}  # fmt: skip
+    remote = re.search(r'<pre id="mcp-http">(.*?)</pre>', page, re.S).group(1)
+    assert json.loads(remote) == {"mcpServers": {"mnemosyne": {
+        "type": "http", "url": "http://testserver/mcp",
+        "headers": {"Authorization": f"Bearer mnm_{key.prefix}_SECRET"},
+    }}}  # fmt: skip
+    assert (
+        f"claude mcp add --transport http mnemosyne http://testserver/mcp "
+        f"--header 'Authorization: Bearer mnm_{key.prefix}_SECRET'"
+    ) in page
+    fragment = client.get(f"/t/acme/connect/?key={key.pk}", headers={"HX-Request": "true"})
     assert "<html" not in _text(fragment) and f"mnm_{key.prefix}_SECRET" in _text(fragment)
-    bad = client.get(f"/t/acme/hermes/?key={key.pk}&scope=not a scope")
+    assert 'id="mcp-stdio"' in _text(fragment)
+    bad = client.get(f"/t/acme/connect/?key={key.pk}&scope=not a scope")
     assert bad.status_code == 400 and "is not type:name" in _text(bad)
 
 

@@ -1,0 +1,247 @@
+"""Tool arguments, parsed once into typed values; a bad one raises InvalidInput naming it.
+
+Models send numbers as text ("5") or as 5.0 now and then: both are taken. Everything else
+that the tool's JSON schema does not allow is refused with the argument's name, so a model can
+correct itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_server.catalog import CATEGORIES, KINDS, MAX_K, MAX_QUERY_CHARS, ToolSpec
+from tenants.errors import InvalidInput
+
+MAX_ID = 2**63 - 1  # bigint
+
+
+class Arguments:
+    """One call's arguments, read by name; unknown names are refused up front."""
+
+    def __init__(self, spec: ToolSpec, raw: Any) -> None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise InvalidInput("arguments", "must be a JSON object")
+        unknown = sorted(set(raw) - set(spec.properties))
+        if unknown:
+            known = ", ".join(spec.properties) or "none"
+            raise InvalidInput(unknown[0], f"is not an argument of {spec.name} (it takes {known})")
+        self.raw = raw
+
+    def given(self, name: str) -> Any:
+        value = self.raw.get(name)
+        return None if value is None or (isinstance(value, str) and not value.strip()) else value
+
+    def text(self, name: str, *, limit: int, required: bool = False) -> str | None:
+        value = self.given(name)
+        if value is None:
+            if required:
+                raise InvalidInput(name, "is required")
+            return None
+        if not isinstance(value, str):
+            raise InvalidInput(name, "must be text")
+        if len(value) > limit:
+            raise InvalidInput(name, f"is longer than {limit} characters")
+        return value.strip()
+
+    def whole(self, name: str, *, low: int, high: int, default: int | None = None) -> int:
+        value = self.given(name)
+        if value is None:
+            if default is None:
+                raise InvalidInput(name, "is required")
+            return default
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInput(name, "must be a whole number")
+        if not low <= value <= high:
+            raise InvalidInput(name, f"must be from {low} to {high}")
+        return value
+
+    def optional_whole(self, name: str, *, low: int, high: int) -> int | None:
+        if self.given(name) is None:
+            return None
+        return self.whole(name, low=low, high=high)
+
+    def number(self, name: str, *, low: float, high: float) -> float | None:
+        value = self.given(name)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise InvalidInput(name, "must be a number") from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+            raise InvalidInput(name, "must be a number")
+        if not low <= value <= high:
+            raise InvalidInput(name, f"must be from {low:g} to {high:g}")
+        return float(value)
+
+    def flag(self, name: str) -> bool:
+        value = self.raw.get(name)
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if not isinstance(value, bool):
+            raise InvalidInput(name, "is required: true or false")
+        return value
+
+    def choice(self, name: str, allowed: list[str]) -> str | None:
+        value = self.given(name)
+        if value is not None and value not in allowed:
+            raise InvalidInput(name, f"must be one of {', '.join(allowed)}")
+        return value
+
+    def tags(self, name: str) -> list[str] | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, str):  # "a, b" from a model that forgot it is a list
+            value = value.split(",")
+        if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+            raise InvalidInput(name, "must be a list of text")
+        return value
+
+    def has(self, name: str) -> bool:
+        return name in self.raw and self.raw[name] is not None
+
+
+# -- one typed value per tool --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchArgs:
+    query: str
+    scope: str | None
+    kind: str | None
+    k: int
+    category: str | None
+    min_trust: float | None
+
+
+@dataclass(frozen=True)
+class ContextArgs:
+    task: str | None
+    scope: str | None
+    budget: int | None
+
+
+@dataclass(frozen=True)
+class EntityArgs:
+    entity: str
+    scope: str | None
+    kind: str | None
+    limit: int
+
+
+@dataclass(frozen=True)
+class RecentArgs:
+    scope: str | None
+    kind: str
+    category: str | None
+    limit: int
+    cursor: str | None
+
+
+@dataclass(frozen=True)
+class StoreArgs:
+    content: str
+    scope: str | None
+    category: str | None
+    tags: list[str] | None
+
+
+@dataclass(frozen=True)
+class FeedbackArgs:
+    fact_id: int
+    helpful: bool
+
+
+@dataclass(frozen=True)
+class UpdateArgs:
+    fact_id: int
+    changes: dict[str, Any]  # content, scope, category, tags: only those given
+
+
+@dataclass(frozen=True)
+class FactIdArgs:
+    fact_id: int
+
+
+def fact_id(args: Arguments) -> int:
+    return args.whole("fact_id", low=1, high=MAX_ID)
+
+
+def search_args(args: Arguments) -> SearchArgs:
+    return SearchArgs(
+        query=args.text("query", limit=MAX_QUERY_CHARS, required=True) or "",
+        scope=args.text("scope", limit=255),
+        kind=args.choice("kind", KINDS),
+        k=args.whole("k", low=1, high=MAX_K, default=10),
+        category=args.choice("category", CATEGORIES),
+        min_trust=args.number("min_trust", low=0.0, high=1.0),
+    )
+
+
+def context_args(args: Arguments) -> ContextArgs:
+    return ContextArgs(
+        task=args.text("task", limit=MAX_QUERY_CHARS),
+        scope=args.text("scope", limit=255),
+        budget=args.optional_whole("budget", low=50, high=32000),
+    )
+
+
+def entity_args(args: Arguments) -> EntityArgs:
+    return EntityArgs(
+        entity=args.text("entity", limit=200, required=True) or "",
+        scope=args.text("scope", limit=255),
+        kind=args.choice("kind", KINDS),
+        limit=args.whole("limit", low=1, high=MAX_K, default=10),
+    )
+
+
+def recent_args(args: Arguments) -> RecentArgs:
+    return RecentArgs(
+        scope=args.text("scope", limit=255),
+        kind=args.choice("kind", KINDS) or "fact",
+        category=args.choice("category", CATEGORIES),
+        limit=args.whole("limit", low=1, high=MAX_K, default=20),
+        cursor=args.text("cursor", limit=200),
+    )
+
+
+def store_args(args: Arguments) -> StoreArgs:
+    return StoreArgs(
+        content=args.text("content", limit=16384, required=True) or "",
+        scope=args.text("scope", limit=255),
+        category=args.choice("category", CATEGORIES),
+        tags=args.tags("tags"),
+    )
+
+
+def feedback_args(args: Arguments) -> FeedbackArgs:
+    return FeedbackArgs(fact_id=fact_id(args), helpful=args.flag("helpful"))
+
+
+def update_args(args: Arguments) -> UpdateArgs:
+    ident = fact_id(args)
+    changes: dict[str, Any] = {}
+    if args.has("content"):
+        changes["content"] = args.text("content", limit=16384, required=True)
+    if args.has("scope"):
+        changes["scope"] = args.text("scope", limit=255) or ""
+    if args.has("category"):
+        changes["category"] = args.choice("category", CATEGORIES)
+    if args.has("tags"):
+        changes["tags"] = args.tags("tags")
+    if not changes:
+        raise InvalidInput("content", "give what changes: content, scope, category or tags")
+    return UpdateArgs(fact_id=ident, changes=changes)
+
+
+def remove_args(args: Arguments) -> FactIdArgs:
+    return FactIdArgs(fact_id=fact_id(args))
