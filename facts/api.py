@@ -13,19 +13,29 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from facts import selectors, services
+from facts import conflicts, curation, graph, selectors, services
 from facts.audit_export import audit_csv_rows, audit_jsonl_rows
-from facts.models import Category, EntityType, Fact, Kind, Status
+from facts.models import (
+    Category,
+    ConflictResolution,
+    ConflictStatus,
+    EntityType,
+    Fact,
+    Kind,
+    RelinkStatus,
+    Status,
+)
 from facts.selectors import AUDIT_SOURCES, MAX_ID, MAX_PAGE, audit_actions
 from memoryadmin.api.base import Need, TenantViewSet, page
 from memoryadmin.api.parsers import JSONLinesParser, JSONLParser
 from memoryadmin.api.strict import StrictSerializer
+from tenants.errors import InvalidInput
 from tenants.services import audit_export_record
 
 _ALL = "all"
 # Named choice sets, so the schema's enums get names that say what they are.
 STATUS_FILTER = [*Status.values, _ALL]
-ADD_STATUSES = ["added", "exists", "restored"]
+ADD_STATUSES = ["added", "exists", "restored", "joined"]
 IMPORT_STATUSES = [*ADD_STATUSES, "error"]
 
 # -- serializers ------------------------------------------------------------------------------
@@ -48,6 +58,9 @@ class FactOut(serializers.Serializer):
     retrieval_count = serializers.IntegerField()
     last_retrieved_at = serializers.DateTimeField(allow_null=True)
     importance = serializers.FloatField()
+    mention_count = serializers.IntegerField(
+        help_text="how often it was stated: near-duplicates that joined it count too"
+    )
     status = serializers.ChoiceField(choices=Status.choices)
     superseded_by = serializers.IntegerField(source="superseded_by_id", allow_null=True)
     embedded = serializers.SerializerMethodField(
@@ -129,9 +142,13 @@ class FactCreatedOut(serializers.Serializer):
     status = serializers.ChoiceField(
         choices=ADD_STATUSES,
         help_text="added; exists (the same fact was there: nothing changed); restored (a "
-        "removed or archived copy came back)",
+        "removed or archived copy came back); joined (a fact of the same scope already said "
+        "this: it is returned, counted once more, with the new tags and entities)",
     )
     fact = FactOut()
+    similarity = serializers.FloatField(
+        required=False, help_text="joined: the cosine of the new text to the fact it joined"
+    )
 
 
 class FactUpdateIn(StrictSerializer):
@@ -279,6 +296,7 @@ _FACT = {
     "retrieval_count": 3,
     "last_retrieved_at": "2026-12-02T10:00:00Z",
     "importance": 0.4,
+    "mention_count": 1,
     "status": "active",
     "superseded_by": None,
     "embedded": True,
@@ -339,7 +357,10 @@ class FactViewSet(TenantViewSet):
         summary="Store a fact or a conversation turn",
         description="The same fact again (same scope, same text up to case and spacing) "
         "returns the stored one (200, `exists`); a removed or archived copy comes back (200, "
-        "`restored`). Full text finds it at once; the vector channel once a worker embedded it.",
+        "`restored`); a fact whose meaning the scope holds already (its vector at least the "
+        "tenant's `duplicate_threshold` close, nothing disagreeing) joins it (200, `joined`, "
+        "with the fact joined). Turns are never joined. Full text finds it at once; the vector "
+        "channel once a worker embedded it.",
         request=FactCreateIn,
         responses={201: FactCreatedOut, 200: FactCreatedOut},
         examples=[
@@ -363,7 +384,10 @@ class FactViewSet(TenantViewSet):
         data = _valid(FactCreateIn, request.data)
         result = services.fact_add(tenant=self.tenant, actor=self.actor, **data)
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
-        return Response({"status": result.status, "fact": FactOut(result.fact).data}, status=code)
+        body = {"status": result.status, "fact": FactOut(result.fact).data}
+        if result.similarity is not None:
+            body["similarity"] = result.similarity
+        return Response(body, status=code)
 
     @extend_schema(
         summary="Read a fact, with the entities it mentions",
@@ -596,6 +620,492 @@ class EntityViewSet(TenantViewSet):
             cursor=query.get("cursor"),
         )
         return page(FactOut(result.facts, many=True).data, result.next_cursor)
+
+
+# -- entity curation, the graph, the dictionary ------------------------------------------------
+
+
+class EntityUpdateIn(serializers.Serializer):
+    name = serializers.CharField(required=False, max_length=200, help_text="the new name")
+    type = serializers.ChoiceField(choices=EntityType.choices, required=False)
+
+
+class AliasIn(serializers.Serializer):
+    alias = serializers.CharField(max_length=200)
+
+
+class AliasQuery(serializers.Serializer):
+    alias = serializers.CharField(max_length=200, help_text="the alias to remove")
+
+
+class MergeIn(serializers.Serializer):
+    other_id = serializers.IntegerField(
+        min_value=1, max_value=MAX_ID, help_text="the entity merged into this one (deleted)"
+    )
+
+
+class MergeOut(serializers.Serializer):
+    entity = EntityOut()
+    merged_id = serializers.IntegerField()
+    relinked_facts = serializers.IntegerField()
+
+
+class SplitIn(serializers.Serializer):
+    alias = serializers.CharField(max_length=200, help_text="the alias that becomes an entity")
+    type = serializers.ChoiceField(
+        choices=EntityType.choices, required=False, help_text="default: the entity's type"
+    )
+
+
+class SplitOut(serializers.Serializer):
+    entity = EntityOut()
+    split = EntityOut(help_text="the new entity")
+    relinked_facts = serializers.IntegerField()
+
+
+class EntityEventOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    entity_id = serializers.IntegerField()
+    action = serializers.CharField(
+        help_text="rename, retype, alias_add, alias_remove, merge, merged, split, split_from"
+    )
+    actor = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    at = serializers.DateTimeField()
+
+
+class GraphHitOut(serializers.Serializer):
+    fact = FactOut()
+    score = serializers.FloatField()
+    entities = serializers.ListField(
+        child=serializers.CharField(), help_text="the entities that tie it to the question"
+    )
+    hops = serializers.IntegerField(help_text="1: names the entity; 2: through a neighbour")
+
+
+class GraphPageOut(serializers.Serializer):
+    results = GraphHitOut(many=True)
+
+
+class RelatedQuery(serializers.Serializer):
+    hops = serializers.ChoiceField(choices=[1, 2], default=2)
+    limit = serializers.IntegerField(default=10, min_value=1, max_value=100)
+
+
+class ReasonQuery(serializers.Serializer):
+    name = serializers.ListField(
+        child=serializers.CharField(max_length=200), min_length=1, max_length=10,
+        help_text="entity names (repeat the parameter): facts that involve all of them",
+    )  # fmt: skip
+    limit = serializers.IntegerField(default=10, min_value=1, max_value=100)
+
+
+class DictionaryEntryOut(serializers.Serializer):
+    term = serializers.CharField()
+    type = serializers.ChoiceField(choices=EntityType.choices)
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class DictionaryIn(serializers.Serializer):
+    term = serializers.CharField(max_length=100, help_text="a project, product or person's name")
+    type = serializers.ChoiceField(choices=EntityType.choices, default=EntityType.OTHER)
+
+
+class DictionaryQuery(serializers.Serializer):
+    term = serializers.CharField(max_length=100)
+
+
+class RelinkJobOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=RelinkStatus.choices)
+    reason = serializers.CharField()
+    total = serializers.IntegerField(help_text="facts to link")
+    done = serializers.IntegerField(help_text="facts linked so far")
+    percent = serializers.IntegerField()
+    error = serializers.CharField()
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class DictionaryAddedOut(serializers.Serializer):
+    entry = DictionaryEntryOut()
+    relink = RelinkJobOut(help_text="the job that re-links the existing facts")
+
+
+class RelinkStateOut(serializers.Serializer):
+    job = RelinkJobOut(allow_null=True, help_text="the newest relink job; null: none yet")
+
+
+_JOB = {
+    "id": 3, "status": "running", "reason": "dictionary: Northstar", "total": 12000,
+    "done": 4800, "percent": 40, "error": "", "created_by": "user:1:olivia",
+    "created_at": "2026-12-02T10:00:00Z", "started_at": "2026-12-02T10:00:01Z",
+    "finished_at": None,
+}  # fmt: skip
+
+
+_ENTITY_EVENT = {
+    "id": 12, "entity_id": 5, "action": "merge", "actor": "user:1:olivia",
+    "before": {"name": "老王", "aliases": []},
+    "after": {"aliases": ["王总"], "merged": {"id": 9, "name": "王总", "type": "person",
+              "aliases": []}, "relinked_facts": 4},
+    "at": "2026-12-02T10:00:00Z",
+}  # fmt: skip
+_HITS = {"results": [{"fact": _FACT, "score": 0.55, "entities": ["Northstar"], "hops": 1}]}
+_TERM = {"term": "北极星计划", "type": "product", "created_by": "user:1:olivia",
+         "created_at": "2026-12-02T10:00:00Z"}  # fmt: skip
+_CONFLICT = {
+    "id": 7, "status": "open", "reason": "value", "score": 0.9,
+    "fact_a": _FACT, "fact_b": _FACT | {"id": 43, "content": "Alice prefers coffee now"},
+    "resolution": "", "note": "", "detected_by": "job:conflicts",
+    "detected_at": "2026-12-02T10:00:00Z", "resolved_by": "", "resolved_at": None,
+}  # fmt: skip
+
+
+def _answer(name: str, value: Any) -> list[OpenApiExample]:
+    return [OpenApiExample(name, value=value, response_only=True)]
+
+
+def _entity_out(tenant: Any, entity_id: int) -> dict[str, Any]:
+    return EntityOut(selectors.entity_get(tenant=tenant, entity_id=entity_id)).data
+
+
+def _hits(hits: list[Any]) -> Response:
+    return Response({"results": [
+        {"fact": FactOut(h.fact).data, "score": round(h.score, 6), "entities": h.entities,
+         "hops": h.hops}
+        for h in hits
+    ]})  # fmt: skip
+
+
+class EntityCurationViewSet(EntityViewSet):
+    """Reads of entities, and their curation: admins curate, every reader sees the results
+    and the history."""
+
+    needs = {
+        "partial_update": Need.MANAGE, "alias_add": Need.MANAGE, "alias_remove": Need.MANAGE,
+        "merge": Need.MANAGE, "split": Need.MANAGE,
+    }  # fmt: skip
+
+    @extend_schema(
+        summary="Rename an entity or change its type (admins)",
+        description="A new name keeps the old one as an alias, so facts that say it still "
+        "link here. A name another entity answers to is refused: merge the two instead.",
+        request=EntityUpdateIn,
+        responses={200: EntityOut},
+        tags=["entities"],
+        examples=[
+            *_answer("renamed", _ENTITY),
+            OpenApiExample("rename", value={"name": "Wang Jianguo"}, request_only=True),
+        ],
+    )
+    def partial_update(
+        self, request: Request, entity_id: int, tenant: str | None = None
+    ) -> Response:
+        data = _valid(EntityUpdateIn, request.data)
+        if not data:
+            raise InvalidInput("entity", "nothing to change: give name or type")
+        if "name" in data:
+            curation.entity_rename(tenant=self.tenant, entity_id=entity_id, name=data["name"],
+                                   actor=self.actor)  # fmt: skip
+        if "type" in data:
+            curation.entity_set_type(tenant=self.tenant, entity_id=entity_id, type=data["type"],
+                                     actor=self.actor)  # fmt: skip
+        return Response(_entity_out(self.tenant, entity_id))
+
+    @extend_schema(
+        summary="Add an alias (admins)",
+        description="Facts that say the alias link to this entity from now on. A name another "
+        "entity already has is refused: merge the two entities instead.",
+        request=AliasIn,
+        responses={200: EntityOut},
+        tags=["entities"],
+        examples=[
+            *_answer("the entity", _ENTITY),
+            OpenApiExample("an alias", value={"alias": "王总"}, request_only=True),
+        ],
+    )
+    def alias_add(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
+        data = _valid(AliasIn, request.data)
+        curation.entity_alias_add(tenant=self.tenant, entity_id=entity_id, alias=data["alias"],
+                                  actor=self.actor)  # fmt: skip
+        return Response(_entity_out(self.tenant, entity_id))
+
+    @extend_schema(
+        summary="Remove an alias (admins)",
+        parameters=[AliasQuery],
+        responses={200: EntityOut},
+        tags=["entities"],
+        examples=_answer("the entity", _ENTITY),
+    )
+    def alias_remove(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
+        data = _valid(AliasQuery, request.query_params)
+        curation.entity_alias_remove(tenant=self.tenant, entity_id=entity_id,
+                                     alias=data["alias"], actor=self.actor)  # fmt: skip
+        return Response(_entity_out(self.tenant, entity_id))
+
+    @extend_schema(
+        summary="Merge another entity into this one (admins)",
+        description="The other entity's facts are linked to this one, its name and aliases "
+        "become aliases here, and it is deleted. Both entities' histories record the merge.",
+        request=MergeIn,
+        responses={200: MergeOut},
+        tags=["entities"],
+        examples=[
+            *_answer("merged", {"entity": _ENTITY, "merged_id": 9, "relinked_facts": 4}),
+            OpenApiExample("merge", value={"other_id": 9}, request_only=True),
+        ],
+    )
+    def merge(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
+        data = _valid(MergeIn, request.data)
+        result = curation.entity_merge(tenant=self.tenant, entity_id=entity_id,
+                                       other_id=data["other_id"], actor=self.actor)  # fmt: skip
+        entity = _entity_out(self.tenant, result.entity.pk)
+        return Response(
+            {"entity": entity, "merged_id": result.merged_id, "relinked_facts": result.relinked}
+        )
+
+    @extend_schema(
+        summary="Split an alias off into an entity of its own (admins)",
+        description="Undoes a wrong merge: the facts whose text says the alias (and not the "
+        "entity's other names) move to the new entity.",
+        request=SplitIn,
+        responses={200: SplitOut},
+        tags=["entities"],
+        examples=_answer(
+            "split",
+            {"entity": _ENTITY, "split": _ENTITY | {"id": 10, "name": "ali"}, "relinked_facts": 2},
+        ),
+    )
+    def split(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
+        data = _valid(SplitIn, request.data)
+        result = curation.entity_split(tenant=self.tenant, entity_id=entity_id,
+                                       alias=data["alias"], type=data.get("type"),
+                                       actor=self.actor)  # fmt: skip
+        return Response({"entity": _entity_out(self.tenant, result.entity.pk),
+                         "split": _entity_out(self.tenant, result.split.pk),
+                         "relinked_facts": result.relinked})  # fmt: skip
+
+    @extend_schema(
+        summary="An entity's curation history, newest first",
+        description="Renames, types, aliases, merges and splits, with who and when; an "
+        "entity merged away keeps its history under its old id.",
+        responses={200: EntityEventOut(many=True)},
+        tags=["entities"],
+        examples=_answer("a merge", [_ENTITY_EVENT]),
+    )
+    def history(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
+        events = curation.entity_history(tenant=self.tenant, entity_id=entity_id)
+        return Response(EntityEventOut(events, many=True).data)
+
+    @extend_schema(
+        summary="What connects to an entity (one or two hops)",
+        description="hops=1: the facts that name it together with other entities; hops=2 "
+        "also the facts about those entities, weighted by how often each is named with it.",
+        parameters=[RelatedQuery],
+        responses={200: GraphPageOut},
+        tags=["entities"],
+        examples=_answer("hits", _HITS),
+    )
+    def related(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
+        query = _valid(RelatedQuery, request.query_params)
+        return _hits(graph.entity_related(tenant=self.tenant, entity_id=entity_id,
+                                          hops=query["hops"], limit=query["limit"]))  # fmt: skip
+
+    @extend_schema(
+        summary="The facts that involve all of several entities",
+        description="Facts linked to every entity named; when none links all, those linking "
+        "the most, each saying which it links.",
+        parameters=[ReasonQuery],
+        responses={200: GraphPageOut},
+        tags=["entities"],
+        examples=_answer("hits", _HITS),
+    )
+    def reason(self, request: Request, tenant: str | None = None) -> Response:
+        query = _valid(ReasonQuery, {"name": request.query_params.getlist("name"),
+                                     "limit": request.query_params.get("limit", 10)})  # fmt: skip
+        return _hits(graph.entities_reason(tenant=self.tenant, names=query["name"],
+                                           limit=query["limit"]))  # fmt: skip
+
+
+class DictionaryViewSet(TenantViewSet):
+    """The tenant's user dictionary: admins change it, every reader sees it."""
+
+    needs = {"create": Need.MANAGE, "destroy": Need.MANAGE, "relink": Need.MANAGE}
+
+    @extend_schema(
+        summary="The user dictionary: names extraction takes as one entity",
+        responses={200: DictionaryEntryOut(many=True)},
+        tags=["entities"],
+        examples=_answer("terms", [_TERM]),
+    )
+    def list(self, request: Request, tenant: str | None = None) -> Response:
+        entries = selectors.dictionary_entries(tenant=self.tenant)
+        return Response(DictionaryEntryOut(entries, many=True).data)
+
+    @extend_schema(
+        summary="Add a term to the user dictionary, or change its type (admins)",
+        description="jieba and the English rules take the term as one name of this type from "
+        "now on; a background job re-links the existing facts (see `relink`).",
+        request=DictionaryIn,
+        responses={200: DictionaryAddedOut},
+        tags=["entities"],
+        examples=[
+            *_answer("added", {"entry": _TERM, "relink": _JOB | {"status": "queued", "done": 0}}),
+            OpenApiExample(
+                "a project", value={"term": "北极星计划", "type": "product"}, request_only=True
+            ),
+        ],
+    )
+    def create(self, request: Request, tenant: str | None = None) -> Response:
+        data = _valid(DictionaryIn, request.data)
+        entry, job = curation.dictionary_add(tenant=self.tenant, term=data["term"],
+                                             type=data["type"], actor=self.actor)  # fmt: skip
+        return Response({"entry": DictionaryEntryOut(entry).data, "relink": RelinkJobOut(job).data})
+
+    @extend_schema(
+        summary="Remove a term from the user dictionary (admins)",
+        parameters=[DictionaryQuery],
+        responses={200: RelinkStateOut},
+        tags=["entities"],
+        examples=_answer("removed", {"job": _JOB | {"status": "queued", "done": 0}}),
+    )
+    def destroy(self, request: Request, tenant: str | None = None) -> Response:
+        data = _valid(DictionaryQuery, request.query_params)
+        job = curation.dictionary_remove(tenant=self.tenant, term=data["term"], actor=self.actor)
+        return Response({"job": RelinkJobOut(job).data})
+
+    @extend_schema(
+        summary="Progress of re-linking facts to entities",
+        description="The newest relink job: after a dictionary change, after the extractor "
+        "changed, or started by an admin. `done` of `total` facts are linked anew.",
+        responses={200: RelinkStateOut},
+        tags=["entities"],
+        examples=[OpenApiExample("running", value={"job": _JOB}, response_only=True)],
+    )
+    def relink_state(self, request: Request, tenant: str | None = None) -> Response:
+        job = curation.relink_latest(tenant=self.tenant)
+        return Response({"job": RelinkJobOut(job).data if job is not None else None})
+
+    @extend_schema(
+        summary="Re-link every fact to its entities now (admins)",
+        request=None,
+        responses={200: RelinkStateOut},
+        tags=["entities"],
+        examples=_answer("queued", {"job": _JOB | {"status": "queued", "done": 0}}),
+    )
+    def relink(self, request: Request, tenant: str | None = None) -> Response:
+        job = curation.relink_start(tenant=self.tenant, actor=self.actor, reason="requested")
+        return Response({"job": RelinkJobOut(job).data})
+
+
+# -- conflicts --------------------------------------------------------------------------------
+
+
+class ConflictOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=ConflictStatus.choices)
+    reason = serializers.CharField(help_text="negation, opposite, number, date or value")
+    score = serializers.FloatField(help_text="how sure the detector was, 0 to 1")
+    fact_a = FactOut()
+    fact_b = FactOut()
+    resolution = serializers.CharField(help_text="keep_both, supersede or dismiss, once decided")
+    note = serializers.CharField()
+    detected_by = serializers.CharField()
+    detected_at = serializers.DateTimeField()
+    resolved_by = serializers.CharField()
+    resolved_at = serializers.DateTimeField(allow_null=True)
+
+
+class ConflictPageOut(serializers.Serializer):
+    results = ConflictOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class ConflictListQuery(serializers.Serializer):
+    status = serializers.ChoiceField(choices=[*ConflictStatus.values, _ALL], default="open")
+    fact_id = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
+    cursor = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+
+
+class ConflictResolveIn(serializers.Serializer):
+    decision = serializers.ChoiceField(
+        choices=ConflictResolution.values,
+        help_text="keep_both: both stay; supersede: the older leaves recall (its history "
+        "stays, its trust drops by 0.2); dismiss: not a conflict",
+    )
+    note = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+
+
+class ConflictViewSet(TenantViewSet):
+    needs = {"resolve": Need.MANAGE}
+
+    @extend_schema(
+        summary="The conflict review queue: pairs of facts that disagree",
+        description="Found by the worker when a fact is stored and by a background sweep "
+        "(negation, a different value, number or date for the same thing). Open ones by "
+        "default, newest first.",
+        parameters=[ConflictListQuery],
+        responses={200: ConflictPageOut},
+        tags=["conflicts"],
+        examples=_answer("a page", {"results": [_CONFLICT], "next_cursor": None}),
+    )
+    def list(self, request: Request, tenant: str | None = None) -> Response:
+        query = _valid(ConflictListQuery, request.query_params)
+        result = conflicts.conflict_list(
+            tenant=self.tenant, status=_status(query["status"]), fact_id=query.get("fact_id"),
+            limit=query["limit"], cursor=query.get("cursor"),
+        )  # fmt: skip
+        cursor = str(result.next_cursor) if result.next_cursor is not None else None
+        return page(ConflictOut(result.conflicts, many=True).data, cursor)
+
+    @extend_schema(
+        summary="Read a conflict",
+        responses={200: ConflictOut},
+        tags=["conflicts"],
+        examples=_answer("a conflict", _CONFLICT),
+    )
+    def retrieve(self, request: Request, conflict_id: int, tenant: str | None = None) -> Response:
+        conflict = conflicts.conflict_get(tenant=self.tenant, conflict_id=conflict_id)
+        return Response(ConflictOut(conflict).data)
+
+    @extend_schema(
+        summary="Decide a conflict (admins)",
+        description="Audited on both facts. A conflict is decided once.",
+        request=ConflictResolveIn,
+        responses={200: ConflictOut},
+        tags=["conflicts"],
+        examples=[
+            *_answer(
+                "decided",
+                _CONFLICT
+                | {
+                    "status": "resolved",
+                    "resolution": "supersede",
+                    "resolved_by": "user:1:olivia",
+                    "resolved_at": "2026-12-02T11:00:00Z",
+                },
+            ),
+            OpenApiExample(
+                "supersede",
+                value={"decision": "supersede", "note": "she switched to coffee in May"},
+                request_only=True,
+            ),
+        ],
+    )
+    def resolve(self, request: Request, conflict_id: int, tenant: str | None = None) -> Response:
+        data = _valid(ConflictResolveIn, request.data)
+        conflict = conflicts.conflict_resolve(
+            tenant=self.tenant, conflict_id=conflict_id, decision=data["decision"],
+            note=data.get("note", ""), actor=self.actor,
+        )  # fmt: skip
+        fresh = conflicts.conflict_get(tenant=self.tenant, conflict_id=conflict.pk)
+        return Response(ConflictOut(fresh).data)
 
 
 # -- audit ------------------------------------------------------------------------------------

@@ -24,13 +24,17 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from facts.entities import FoundEntity, entity_normalize
+from facts.entities import EMPTY_DICTIONARY, Dictionary, FoundEntity, entity_normalize
 from facts.models import EntityRole, EntityType
+
+# Bumped whenever the rules change what they find: beat's sweep then re-links every fact.
+EXTRACTOR_VERSION = "2"
 
 PERSON = str(EntityType.PERSON)
 PLACE = str(EntityType.PLACE)
 ORGANIZATION = str(EntityType.ORGANIZATION)
 OTHER = str(EntityType.OTHER)
+PRODUCT = str(EntityType.PRODUCT)
 
 # -- Chinese ---------------------------------------------------------------------------------
 
@@ -56,6 +60,7 @@ _HAN_NOT_NAMES = frozenset(
     多谢 保姆 胡说 高高的 庄稼人 祥和 连成 大王 二世 二中 四纵 夸特 新手机 白天 黄金 金色 文明
     明白 安全 平安 高兴 方便 江湖 东方 西方 南方 北方 中方 美方 外地 本地 当地 各地 内地 世界
     国家 全国 全球 地球 海外 国内 国外 老大 小子 小伙子 老人家 老太太 华人 中华 乡下 万一 成本
+    喝咖啡
     """.split()
 )
 
@@ -67,6 +72,9 @@ _HAN_FIXED_TYPES = {
         "华为 腾讯 百度 京东 微软 谷歌 美团 滴滴 阿里巴巴 阿里 苹果公司".split(), ORGANIZATION
     ),
     **dict.fromkeys("淘宝 微信 支付宝 抖音".split(), OTHER),
+    **dict.fromkeys(
+        "飞书 钉钉 企业微信 腾讯会议 腾讯云 阿里云 华为云 百度网盘 小红书".split(), PRODUCT
+    ),
 }
 _HAN_FIXED = re.compile("|".join(sorted(_HAN_FIXED_TYPES, key=len, reverse=True)))
 
@@ -106,6 +114,8 @@ _CN_QUOTE = re.compile(
 )
 _CN_BOOK = re.compile(r"《([^》\n]{1,30})》")
 _CN_QUOTE_ORG = frozenset({"公司", "集团", "团队", "小组", "工作室", "基金会"})
+# “名称” right after these words is a name being given: 产品叫“云帆”, 代号“灯塔”.
+_CN_NAMING = ("叫", "名为", "称为", "代号", "名叫", "取名")
 
 _NUMERAL_TAGS = frozenset({"m", "mq", "q"})
 # Dictionary tags of single-character surnames that are not mainly something else (张 is mostly
@@ -113,8 +123,12 @@ _NUMERAL_TAGS = frozenset({"m", "mq", "q"})
 # an unknown full name.
 _SURNAME_TAGS = frozenset({"nr", "nrfg", "zg", "ng", "j"})
 # Tags a loose character of a given name carries; verbs, particles, prepositions never qualify.
-_GIVEN_NAME_TAGS = frozenset({"nr", "nrfg", "ng", "n", "a", "ag", "zg", "j", "nz", "b", "tg"})
+_GIVEN_NAME_TAGS = frozenset({"nr", "nrfg", "ng", "n", "a", "ag", "zg", "j", "nz", "b", "tg", "x"})
 _NOT_GIVEN_NAME = frozenset("家们人等里上下中前后外内年月日天点分号个次事话总大多少好新老小")
+_COMMON_VERBS = frozenset("说是有在要去来给和对把被让到用做看想会能叫")
+_NOT_GIVEN_TAGS = frozenset({"p", "u", "uj", "ul", "c", "y", "m", "q", "r", "d"})
+# What follows a sentence's subject: a verb, an adverb, a preposition or a time word.
+_PREDICATE_TAGS = frozenset({"v", "vn", "d", "p", "t", "ad", "vd"})
 
 
 @cache
@@ -176,6 +190,24 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
             found.append(_Candidate(start, word + nxt, PERSON))
             i += 2
             continue
+        if (
+            i == 0
+            and len(word) == 1
+            and word in _SURNAMES
+            and flag not in _SURNAME_TAGS
+            and nxt
+            and len(nxt) == 1
+            and nxt not in _NOT_GIVEN_NAME
+            and nxt not in _COMMON_VERBS
+            and pairs[i + 1][1] not in _NOT_GIVEN_TAGS
+            and i + 2 < n
+            and pairs[i + 2][1] in _PREDICATE_TAGS
+        ):
+            # 许/晴/下个月, 谢/娜/在: at the start of a sentence, a surname and one loose
+            # character before the predicate are a name the dictionary does not know.
+            found.append(_Candidate(start, word + nxt, PERSON))
+            i += 2
+            continue
         if word in _SURNAMES and not after_numeral:
             # 张/经理, 王/总: surname + title (unless a numeral makes 张 "sheet": 一张经理的名片).
             if nxt in _TITLES:
@@ -214,34 +246,49 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
     return found
 
 
-def _chinese_candidates(text: str) -> list[_Candidate]:
+def _han_pieces(start: int, end: int, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of text[start:end] outside the user dictionary's matches."""
+    pieces = []
+    for s, e in sorted(taken):
+        if e <= start or s >= end:
+            continue
+        if s > start:
+            pieces.append((start, s))
+        start = max(start, e)
+    if start < end:
+        pieces.append((start, end))
+    return pieces
+
+
+def _chinese_candidates(text: str, taken: list[tuple[int, int]]) -> list[_Candidate]:
+    """`taken`: spans the user dictionary named already; jieba segments around them, so a
+    dictionary term is one word and never the tail of a name the rules guess."""
     found: list[_Candidate] = []
     tokenizer = None
     for run in _HAN_RUN.finditer(text):
-        if tokenizer is None:
-            tokenizer = _pos_tokenizer()
-        # HMM=False: jieba's part-of-speech HMM costs ~10x the rest (about 3 ms per 100
-        # characters) and still splits 小/李 and 老/刘; the rules below join the name shapes
-        # that matter from the dictionary-only tokens instead.
-        pairs = [(p.word, p.flag) for p in tokenizer.cut(run.group(), HMM=False)]
-        fixed = [
-            (m.start(), m.end(), m.group())
-            for m in _HAN_FIXED.finditer(text, run.start(), run.end())
-        ]
-        found.extend(_Candidate(start, name, _HAN_FIXED_TYPES[name]) for start, _, name in fixed)
-        found.extend(
-            c
-            for c in _han_names(pairs, run.start())
-            if not any(c.start < end and start < c.start + len(c.name) for start, end, _ in fixed)
-        )
+        for start, end in _han_pieces(run.start(), run.end(), taken):
+            if tokenizer is None:
+                tokenizer = _pos_tokenizer()
+            # HMM=False: jieba's part-of-speech HMM costs ~10x the rest (about 3 ms per 100
+            # characters) and still splits 小/李 and 老/刘; the rules below join the name
+            # shapes that matter from the dictionary-only tokens instead.
+            pairs = [(p.word, p.flag) for p in tokenizer.cut(text[start:end], HMM=False)]
+            fixed = [(m.start(), m.end(), m.group()) for m in _HAN_FIXED.finditer(text, start, end)]
+            found.extend(_Candidate(at, name, _HAN_FIXED_TYPES[name]) for at, _, name in fixed)
+            found.extend(
+                c
+                for c in _han_names(pairs, start)
+                if not any(c.start < e and s < c.start + len(c.name) for s, e, _ in fixed)
+            )
     for match in _CN_BOOK.finditer(text):
         name = match.group(1).strip()
         if name:
             found.append(_Candidate(match.start(1), name, OTHER))
     for match in _CN_QUOTE.finditer(text):
         category = match.group(2)
-        if category and _HAN_RUN.search(match.group(1)):
-            kind = ORGANIZATION if category in _CN_QUOTE_ORG else OTHER
+        named = text[max(0, match.start() - 2) : match.start()].endswith(_CN_NAMING)
+        if (category or named) and _HAN_RUN.search(match.group(1)):
+            kind = ORGANIZATION if category and category in _CN_QUOTE_ORG else OTHER
             found.append(_Candidate(match.start(1), match.group(1), kind))
     return found
 
@@ -323,6 +370,7 @@ _ACRONYMS_NOT_NAMES = frozenset(
     """
     ok tv am pm id fyi asap lol btw ps faq diy omg tbd eta aka vs pdf url usb ceo cto cfo coo vp
     hr pr qa ai api ui ux rsvp imo imho tldr np idk thx pls ty gg eod eow wip nb re
+    crm erp kpi okr roi sla saas b2b b2c mvp poc
     """.split()
 )
 # "Note: ...", "User: ..." look like speakers but are labels or chat roles.
@@ -569,15 +617,24 @@ _MAX_NAME_CHARS = 80
 # -- Both ------------------------------------------------------------------------------------
 
 
-def extract_entities(text: str) -> list[FoundEntity]:
+def extract_entities(text: str, dictionary: Dictionary = EMPTY_DICTIONARY) -> list[FoundEntity]:
     """The entities `text` names, first-seen order, deduplicated; the first is the subject.
 
-    Never raises on odd input: non-strings and empty text give [].
+    The tenant's user `dictionary` comes first: its terms are names of their given type, and
+    the rules find nothing else where one of them stands. Never raises on odd input:
+    non-strings and empty text give [].
     """
     if not isinstance(text, str) or not text.strip():
         return []
-    candidates = _english_candidates(text) + _chinese_candidates(text)
-    candidates.sort(key=lambda c: c.start)  # stable: at one position the earlier rule wins
+    terms = dictionary.matches(text) if dictionary else []
+    taken = [(m.start, m.end) for m in terms]
+    guessed = [
+        c
+        for c in _english_candidates(text) + _chinese_candidates(text, taken)
+        if not any(c.start < e and s < c.start + len(c.name) for s, e in taken)
+    ]
+    forced = [_Candidate(m.start, m.name, m.type) for m in terms]
+    candidates = sorted(forced + guessed, key=lambda c: c.start)  # stable: the term wins
 
     ordered: dict[str, _Candidate] = {}
     for candidate in candidates:

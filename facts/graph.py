@@ -1,5 +1,6 @@
 """Reads of the entity graph: the facts about an entity, what connects to it, the facts that link
-several entities, and pairs of facts that may contradict each other.
+several entities, an entity's neighbourhood, and the open conflicts (recorded by the worker,
+facts.conflicts) that the Hermes `contradict` action lists.
 
 Facts are linked to the entities they name when they are stored (facts.entities). These reads
 walk those links, always inside the tenant's scope; an entity is found by its name or an alias,
@@ -11,15 +12,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
 from facts.entities import entity_normalize
 from facts.models import Category, Conflict, ConflictStatus, Entity, Fact, FactEntity, Kind, Status
-from retrieval.text import analyze
-from tenants.errors import InvalidInput
+from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -27,18 +26,6 @@ MAX_LIMIT = 100
 MAX_ENTITIES = 10
 # Co-mentioned entities followed by `entity_related` (the strongest connections first).
 RELATED_NEIGHBOURS = 20
-# Facts compared pairwise by `fact_contradictions` (the most recently changed ones).
-CONTRADICTION_WINDOW = 500
-# An entity named by more facts than this says little about which pairs disagree.
-CONTRADICTION_ENTITY_FACTS = 60
-_WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
-_STOP = frozenset(
-    """a an the and or but of to in on at for with by from as is are was were be been being am
-    i you he she it we they me him her us them my your his its our their this that these those
-    do does did has have had will would shall should can could may might must not no yes so
-    very just also too than then there here what which who whom whose when where why how all
-    any some each every into onto over under about after before again s t""".split()
-)
 
 
 @dataclass
@@ -57,7 +44,9 @@ class Contradiction:
     content_similarity: float
     contradiction_score: float
     shared_entities: list[str]
-    recorded: bool = False  # an open Conflict someone recorded, not a guess
+    recorded: bool = True  # an open Conflict row (the review queue's), never a guess
+    conflict_id: int | None = None
+    reason: str = ""  # negation, opposite, number, date, value
 
 
 def _limit(limit: Any) -> int:
@@ -133,21 +122,40 @@ def entity_facts(
         return [GraphHit(fact=f, score=f.trust_score, entities=names) for f in facts]
 
 
+def _entity_by_id(tenant: Tenant, entity_id: Any) -> Entity:
+    if isinstance(entity_id, bool) or not isinstance(entity_id, int) or entity_id < 1:
+        raise InvalidInput("entity_id", "must be a whole number")
+    entity = Entity.objects.for_tenant(tenant).filter(pk=entity_id).first()
+    if entity is None:
+        raise NotFound("entity", entity_id)
+    return entity
+
+
 def entity_related(
     *,
     tenant: Tenant,
-    name: Any,
+    name: Any = None,
+    entity_id: Any = None,
+    hops: Any = 2,
     scope: str | None = None,
     category: str | None = None,
     kind: str | None = None,
     limit: Any = 10,
 ) -> list[GraphHit]:
-    """What connects to the entity `name`: the facts that tie it to other entities (one hop),
-    then the facts about those entities (two hops), weighted by how often each is mentioned
-    together with it. Each hit names the entities it came through."""
-    key, limit = _name("entity", name), _limit(limit)
+    """What connects to the entity `name` (or `entity_id`): the facts that tie it to other
+    entities (one hop), then, with `hops` 2, the facts about those entities (two hops),
+    weighted by how often each is mentioned together with it. Each hit names the entities it
+    came through."""
+    if hops not in (1, 2) or isinstance(hops, bool):
+        raise InvalidInput("hops", "must be 1 or 2")
+    limit = _limit(limit)
+    key = _name("entity", name) if entity_id is None else ""
     with tenant_scope(tenant):
-        entities = _entities_named(tenant, key)
+        entities = (
+            [_entity_by_id(tenant, entity_id)]
+            if entity_id is not None
+            else (_entities_named(tenant, key))
+        )
         if not entities:
             return []
         links = FactEntity.objects.for_tenant(tenant)
@@ -173,11 +181,13 @@ def entity_related(
         facts = _facts(tenant, scope, category, kind).filter(pk__in=list(via))
         hits = []
         for fact in facts:
-            hops = 1 if fact.pk in own_ids else 2
+            distance = 1 if fact.pk in own_ids else 2
+            if distance > hops:
+                continue
             strength = max(weight[e] for e in via[fact.pk])
-            score = (1.0 if hops == 1 else 0.5 * strength) * fact.trust_score
+            score = (1.0 if distance == 1 else 0.5 * strength) * fact.trust_score
             names = sorted({label[e] for e in via[fact.pk]})
-            hits.append(GraphHit(fact=fact, score=score, entities=names, hops=hops))
+            hits.append(GraphHit(fact=fact, score=score, entities=names, hops=distance))
         hits.sort(key=lambda h: (h.score, h.fact.pk), reverse=True)
         return hits[:limit]
 
@@ -236,19 +246,6 @@ def entities_reason(
         return hits[:limit]
 
 
-def _words(text: str) -> set[str]:
-    """Content words, lightly stemmed (a plural "s" dropped): enough to see that two
-    statements say the same kind of thing about the same subject."""
-    analyzed = analyze(text)
-    words = {w for w in analyzed.han.split() if len(w) > 1}
-    for word in _WORD.findall(analyzed.latin):
-        word = word.strip("'-")
-        if len(word) < 2 or word in _STOP:
-            continue
-        words.add(word[:-1] if len(word) > 3 and word.endswith("s") else word)
-    return words
-
-
 def fact_contradictions(
     *,
     tenant: Tenant,
@@ -256,62 +253,80 @@ def fact_contradictions(
     category: str | None = None,
     limit: Any = 10,
 ) -> list[Contradiction]:
-    """Pairs of curated facts that may contradict each other, most suspicious first.
-
-    Open conflicts someone recorded come first. Then candidates: two facts about the same
-    entities that make the same kind of statement with different content ("Alice prefers tea"
-    / "Alice prefers coffee"): they share their entities and some words besides, and each says
-    something the other does not. A fact that only adds detail to another is not a candidate.
-    Score: entity overlap x the share of words they have in common.
-    """
+    """The open conflicts among the tenant's active curated facts, the surest first: the
+    `Conflict` rows the worker recorded when the facts were stored (facts.conflicts), the same
+    ones the review queue shows. Each pair says which entities the two share."""
     limit = _limit(limit)
     with tenant_scope(tenant):
         facts = _facts(tenant, scope, category, Kind.FACT)
-        recorded = [
-            Contradiction(c.fact_a, c.fact_b, 1.0, 0.0, 1.0, [], recorded=True)
-            for c in Conflict.objects.for_tenant(tenant)
+        conflicts = list(
+            Conflict.objects.for_tenant(tenant)
             .filter(status=ConflictStatus.OPEN, fact_a__in=facts, fact_b__in=facts)
-            .select_related("fact_a", "fact_b")[:limit]
-        ]
-        window = {f.pk: f for f in facts.order_by("-updated_at", "-id")[:CONTRADICTION_WINDOW]}
+            .select_related("fact_a", "fact_b")
+            .order_by("-score", "-id")[:limit]
+        )
+        ids = {f for c in conflicts for f in (c.fact_a_id, c.fact_b_id)}
         entities_of: dict[int, set[str]] = defaultdict(set)
         for fact_id, name in (
             FactEntity.objects.for_tenant(tenant)
-            .filter(fact_id__in=list(window))
+            .filter(fact_id__in=ids)
             .values_list("fact_id", "entity__normalized")
         ):
             entities_of[fact_id].add(name)
-    facts_of: dict[str, list[int]] = defaultdict(list)
-    for fact_id, names in entities_of.items():
-        for name in names:
-            facts_of[name].append(fact_id)
-    pairs = {
-        pair
-        for ids in facts_of.values()
-        if len(ids) <= CONTRADICTION_ENTITY_FACTS
-        for pair in combinations(sorted(ids), 2)
-    }
-    seen = {tuple(sorted((c.fact_a.pk, c.fact_b.pk))) for c in recorded}
-    words = {fid: _words(window[fid].content) for fid in {i for p in pairs for i in p}}
-    found: list[Contradiction] = []
-    for a, b in pairs - seen:
-        shared_entities = entities_of[a] & entities_of[b]
-        overlap = len(shared_entities) / min(len(entities_of[a]), len(entities_of[b]))
-        entity_words = {w for name in shared_entities for w in _words(name)}
-        wa, wb = words[a] - entity_words, words[b] - entity_words
-        common = wa & wb
-        if overlap < 0.5 or not common or not (wa - wb) or not (wb - wa):
-            continue
-        similarity = len(common) / len(wa | wb)
+    found = []
+    for c in conflicts:
+        a, b = entities_of[c.fact_a_id], entities_of[c.fact_b_id]
+        shared = a & b
+        overlap = len(shared) / min(len(a), len(b)) if a and b else 0.0
         found.append(
             Contradiction(
-                fact_a=window[a],
-                fact_b=window[b],
-                entity_overlap=round(overlap, 3),
-                content_similarity=round(similarity, 3),
-                contradiction_score=round(overlap * similarity, 3),
-                shared_entities=sorted(shared_entities),
+                fact_a=c.fact_a, fact_b=c.fact_b, entity_overlap=round(overlap, 3),
+                content_similarity=round(c.score, 3), contradiction_score=round(c.score, 3),
+                shared_entities=sorted(shared), recorded=True, conflict_id=c.pk,
+                reason=c.reason,
             )
+        )  # fmt: skip
+    return found
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """An entity, the entities most often named with it, and how often each pair is named
+    together: what the entity page draws."""
+
+    centre: Entity
+    neighbours: list[tuple[Entity, int]]  # (entity, facts naming it with the centre)
+    edges: list[tuple[int, int, int]]  # (entity id, entity id, facts naming both)
+
+
+def entity_neighbourhood(*, tenant: Tenant, entity_id: Any, limit: int = 12) -> Neighbourhood:
+    """The entity's closest neighbours through shared facts, and the ties among them."""
+    with tenant_scope(tenant):
+        centre = _entity_by_id(tenant, entity_id)
+        links = FactEntity.objects.for_tenant(tenant)
+        own = links.filter(entity=centre, fact__status="active").values("fact_id")
+        rows = list(
+            links.filter(fact_id__in=own)
+            .exclude(entity=centre)
+            .values("entity_id")
+            .annotate(together=Count("fact_id", distinct=True))
+            .order_by("-together", "entity_id")[:limit]
         )
-    found.sort(key=lambda c: (c.contradiction_score, c.fact_b.pk), reverse=True)
-    return (recorded + found)[:limit]
+        counts = {row["entity_id"]: row["together"] for row in rows}
+        entities = Entity.objects.for_tenant(tenant).in_bulk(list(counts))
+        pairs: dict[tuple[int, int], int] = defaultdict(int)
+        members: dict[int, list[int]] = defaultdict(list)
+        for fact_id, ent in links.filter(
+            entity_id__in=list(counts), fact__status="active"
+        ).values_list("fact_id", "entity_id")[:5000]:
+            members[fact_id].append(ent)
+        for ents in members.values():
+            for i, a in enumerate(sorted(set(ents))):
+                for b in sorted(set(ents))[i + 1 :]:
+                    pairs[(a, b)] += 1
+    neighbours = [(entities[e], n) for e, n in counts.items() if e in entities]
+    return Neighbourhood(
+        centre=centre,
+        neighbours=neighbours,
+        edges=[(a, b, n) for (a, b), n in sorted(pairs.items())],
+    )

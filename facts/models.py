@@ -50,6 +50,8 @@ class Fact(TenantOwned):
     retrieval_count = models.PositiveIntegerField(default=0)
     last_retrieved_at = models.DateTimeField(null=True, blank=True)
     importance = models.FloatField(default=0.0)
+    # How many times this was stated: near-duplicates that joined it count here.
+    mention_count = models.PositiveIntegerField(default=1)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -190,6 +192,8 @@ class EventAction(models.TextChoices):
     SUPERSEDE = "supersede", "supersede"
     EXPORT = "export", "export"
     IMPORT = "import", "import"
+    JOIN = "join", "join"  # a near-duplicate joined this fact instead of being stored
+    CONFLICT = "conflict", "conflict"  # a decision on a conflict this fact is part of
 
 
 class FactEvent(TenantOwned):
@@ -217,14 +221,24 @@ class ConflictStatus(models.TextChoices):
     RESOLVED = "resolved", "resolved"
 
 
+class ConflictResolution(models.TextChoices):
+    KEEP_BOTH = "keep_both", "keep both"
+    SUPERSEDE = "supersede", "older superseded by newer"
+    DISMISS = "dismiss", "dismissed"
+
+
 class Conflict(TenantOwned):
     fact_a = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
     fact_b = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(
         max_length=8, choices=ConflictStatus.choices, default=ConflictStatus.OPEN
     )
+    # What disagrees: negation, value, number, date (facts.contradiction).
     reason = models.CharField(max_length=200, blank=True)
+    score = models.FloatField(default=0.0)
+    # A ConflictResolution value once decided; `note` says why, in the decider's words.
     resolution = models.TextField(blank=True)
+    note = models.TextField(blank=True)
     detected_by = models.CharField(max_length=200)
     detected_at = models.DateTimeField(auto_now_add=True)
     resolved_by = models.CharField(max_length=200, blank=True)
@@ -237,3 +251,102 @@ class Conflict(TenantOwned):
                 condition=models.Q(fact_a__lt=models.F("fact_b")), name="conflict_ordered_pair"
             ),
         ]
+        indexes = [models.Index(fields=["tenant", "status", "-id"], name="conflict_queue")]
+
+
+class EntityAction(models.TextChoices):
+    RENAME = "rename", "rename"
+    RETYPE = "retype", "type changed"
+    ALIAS_ADD = "alias_add", "alias added"
+    ALIAS_REMOVE = "alias_remove", "alias removed"
+    MERGE = "merge", "merged another entity in"
+    MERGED = "merged", "merged into another entity"
+    SPLIT = "split", "alias split off"
+    SPLIT_FROM = "split_from", "made from a split alias"
+
+
+class EntityEvent(TenantOwned):
+    """Append-only history of an entity's curation. Keeps the entity's id, not a foreign key:
+    the history of an entity merged away stays."""
+
+    entity_id = models.BigIntegerField()
+    action = models.CharField(max_length=16, choices=EntityAction.choices)
+    actor = models.CharField(max_length=200)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "entity_id", "-at"], name="entityevent_entity")]
+
+
+class DictionaryEntry(TenantOwned):
+    """A word of the tenant's user dictionary: extraction takes it as one name of this type."""
+
+    term = models.CharField(max_length=100)
+    normalized = models.CharField(max_length=100)
+    type = models.CharField(max_length=16, choices=EntityType.choices, default=EntityType.OTHER)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "normalized"], name="dictionary_term_once")
+        ]
+
+
+class RelinkStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+
+
+class RelinkJob(TenantOwned):
+    """Re-linking every fact of a tenant to its entities, after the dictionary or the
+    extractor changed. A worker does it in batches and counts its progress here."""
+
+    reason = models.CharField(max_length=200)
+    # The extractor and dictionary the job links with (facts.entities.extraction_signature).
+    signature = models.CharField(max_length=200)
+    status = models.CharField(
+        max_length=8, choices=RelinkStatus.choices, default=RelinkStatus.QUEUED
+    )
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    last_fact_id = models.BigIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "-id"], name="relinkjob_tenant")]
+
+    @property
+    def percent(self) -> int:
+        return 100 if not self.total else min(100, round(100 * self.done / self.total))
+
+
+class ExtractorState(models.Model):
+    """Not tenant data: the extractor the deployment linked facts with last. When
+    MNEMOSYNE_ENTITY_EXTRACTOR (or the rules' version) changes, beat's sweep finds a different
+    signature here and re-links every tenant's facts."""
+
+    signature = models.CharField(max_length=200)
+    at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.signature
+
+
+class ConflictScan(TenantOwned):
+    """How far the background conflict sweep has come through a tenant's facts."""
+
+    last_fact_id = models.BigIntegerField(default=0)
+    at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant"], name="conflictscan_once")]

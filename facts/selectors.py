@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from facts.entities import entity_normalize
 from facts.models import (
+    DictionaryEntry,
     Entity,
     EventAction,
     Fact,
@@ -700,3 +701,9 @@ def fact_iter(*, tenant: Tenant, page_size: int = MAX_PAGE, **filters: Any) -> I
         if page.next_cursor is None:
             return
         cursor = page.next_cursor
+
+
+def dictionary_entries(*, tenant: Tenant) -> list[DictionaryEntry]:
+    """The tenant's user dictionary, by term."""
+    with tenant_scope(tenant):
+        return list(DictionaryEntry.objects.for_tenant(tenant).order_by("normalized"))

@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, TextField, Value
 from django.utils import timezone
 
+from facts.conflicts import fact_join, fact_near_duplicate
 from facts.entities import fact_link_entities
 from facts.models import (
     Category,
@@ -237,7 +238,9 @@ def _next_position(tenant: Tenant, session_id: str) -> int:
 @dataclass(frozen=True)
 class AddResult:
     fact: Fact
-    status: str  # "added" | "exists" | "restored"
+    status: str  # "added" | "exists" | "restored" | "joined"
+    # For "joined": how close the new statement's vector was to the fact it joined.
+    similarity: float | None = None
 
     @property
     def created(self) -> bool:
@@ -260,6 +263,7 @@ def fact_add(
     trust: Any = None,
     created_at: datetime | None = None,
     idempotency_key: Any = None,
+    join_similar: bool = True,
 ) -> AddResult:
     """Store a memory. The same fact again (same scope, same text up to case and spacing)
     returns the existing one; a removed or archived one comes back.
@@ -267,6 +271,12 @@ def fact_add(
     `idempotency_key` makes a retried write harmless: a second add with the same key (and the
     same text, kind, scope and session) returns the memory the first one stored, status
     "exists". Writers that buffer and retry (the Hermes provider) give every write its own key.
+
+    A fact (never a turn) whose meaning is already stored in the same scope (a vector at least
+    the tenant's `duplicate_threshold` close, or the same text up to punctuation, and nothing
+    that disagrees) joins the stored fact: status "joined", that fact returned, its mention
+    count, tags and entities grown. With `join_similar=False` (bulk imports) the worker's
+    check does the same later.
     """
     text = clean_content(content)
     key = _clean_short("idempotency_key", idempotency_key, 128)
@@ -304,6 +314,17 @@ def fact_add(
             existing = _existing_fact(tenant, values)
             if existing is not None:
                 return _readd(tenant, existing, actor)
+            near = (
+                fact_near_duplicate(tenant=tenant, content=text, scope=values["scope"])
+                if join_similar
+                else None
+            )
+            if near is not None:
+                joined = fact_join(
+                    tenant=tenant, fact=near.fact, content=text, tags=values["tags"],
+                    actor=actor, similarity=near.similarity,
+                )  # fmt: skip
+                return AddResult(fact=joined, status="joined", similarity=near.similarity)
         elif position is None:
             position = _next_position(tenant, values["session_id"])
         try:
@@ -426,6 +447,8 @@ def fact_update(
             fact.embedding_model = ""
             update_fields += ["search_vector", "embedding_model"]
         fact.save(update_fields=update_fields)
+        if "content" in changed:
+            fact_link_entities(tenant=tenant, fact=fact)  # what it names may have changed
         _event(tenant, fact.pk, EventAction.UPDATE, actor, before=before, after=changed)
         if "content" in changed:
             _schedule_embedding(tenant)
@@ -632,7 +655,7 @@ def fact_import(
             try:
                 values = _import_values(raw)
                 with transaction.atomic():  # a savepoint: a refused line leaves nothing behind
-                    result = fact_add(tenant=tenant, actor=actor, **values)
+                    result = fact_add(tenant=tenant, actor=actor, join_similar=False, **values)
             except InvalidInput as error:
                 report.append(ImportLine(number, "error", field=error.field, message=error.message))
                 continue

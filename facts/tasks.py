@@ -28,6 +28,7 @@ def facts_embed_pending(tenant_id: int) -> int:
         done += count
     if done:
         vector_switch_finish()  # this tenant may have been the last one a new model waited for
+        facts_check_conflicts.delay(tenant_id)  # new vectors: look for disagreements
     return done
 
 
@@ -55,3 +56,73 @@ def facts_record_retrievals(tenant_id: int, fact_ids: list[int], at: str) -> int
     if tenant is None:
         return 0
     return fact_record_retrievals(tenant=tenant, fact_ids=fact_ids, at=datetime.fromisoformat(at))
+
+
+# -- entities: re-linking after the dictionary or the extractor changed ----------------------
+
+
+@shared_task(name="facts.tasks.entities_relink", ignore_result=True)
+def entities_relink(tenant_id: int, job_id: int) -> int:
+    """Work on a relink job for up to four minutes; re-queue itself until it is done."""
+    from facts.curation import relink_fail, relink_run
+    from facts.models import RelinkStatus
+
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return 0
+    try:
+        job = relink_run(tenant=tenant, job_id=job_id)
+    except Exception as error:  # recorded for the admin to see; the sweep does not retry it
+        relink_fail(tenant=tenant, job_id=job_id, error=f"{type(error).__name__}: {error}")
+        raise
+    if job is not None and job.status == RelinkStatus.QUEUED:
+        entities_relink.delay(tenant_id, job_id)  # out of time: the rest in a fresh task
+    return job.done if job is not None else 0
+
+
+@shared_task(name="facts.tasks.entities_relink_sweep", ignore_result=True)
+def entities_relink_sweep() -> int:
+    """Beat: re-link every tenant after the extractor changed; resend lost relink jobs."""
+    from facts.curation import relink_sweep
+
+    todo = relink_sweep()
+    for tenant_id, job_id in todo:
+        entities_relink.delay(tenant_id, job_id)
+    return len(todo)
+
+
+# -- conflicts and duplicates ------------------------------------------------------------------
+
+
+@shared_task(
+    name="facts.tasks.facts_check_conflicts",
+    ignore_result=True,
+    autoretry_for=(ConnectionError, TimeoutError),
+    retry_backoff=True,
+    max_retries=5,
+)
+def facts_check_conflicts(tenant_id: int) -> int:
+    """Compare the tenant's newly embedded (or changed) facts with their neighbours."""
+    from facts.conflicts import CHECK_BATCH, conflicts_check_pending
+
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return 0
+    checked = 0
+    for _ in range(25):  # at most 25 batches per task; the sweep brings the rest
+        result = conflicts_check_pending(tenant=tenant)
+        checked += result.checked
+        if result.checked < CHECK_BATCH:
+            break
+    return checked
+
+
+@shared_task(name="facts.tasks.facts_conflicts_sweep", ignore_result=True)
+def facts_conflicts_sweep() -> int:
+    """Beat: a conflict check for every tenant with facts not yet checked."""
+    from facts.conflicts import tenants_with_unchecked_facts
+
+    tenant_ids = tenants_with_unchecked_facts()
+    for tenant_id in tenant_ids:
+        facts_check_conflicts.delay(tenant_id)
+    return len(tenant_ids)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -11,7 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from facts import selectors, services
+from facts import conflicts, curation, graph, selectors, services
 from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
 from facts.forms import (
     AuditFilterForm,
@@ -23,12 +24,13 @@ from facts.forms import (
     day_end,
     day_start,
 )
-from facts.models import Fact, Status
+from facts.models import ConflictStatus, EntityType, Fact, Status
+from memoryadmin.web.charts import neighbourhood_svg
 from memoryadmin.web.forms import apply_errors, query_form
 from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page
 from retrieval.search import recall_search
 from tenants.errors import InvalidInput, NotFound
-from tenants.services import audit_export_record, facts_export_record
+from tenants.services import audit_export_record, facts_export_record, tenant_update_settings
 
 PAGE_SIZE = 50
 SEARCH_RESULTS = 50
@@ -207,6 +209,11 @@ class FactNewPage(TenantPage):
                     "added": _("Fact stored."),
                     "exists": _("The same fact was there already: nothing changed."),
                     "restored": _("This fact had been removed or archived: it is back."),
+                    "joined": _(
+                        "A fact of this scope says this already: the new words joined it "
+                        "(stated %(n)d times now)."
+                    )
+                    % {"n": added.fact.mention_count},
                 }[added.status]
                 messages.success(request, text)
                 return redirect(self.url("fact", fact_id=added.fact.pk))
@@ -402,6 +409,12 @@ class EntityPage(TenantPage):
                 "facts": page.facts,
                 "next_cursor": page.next_cursor,
                 "paged": bool(cursor),
+                "related": _related(self, entity.pk),
+                "graph": _neighbourhood_svg(self, entity.pk),
+                "history": curation.entity_history(
+                    tenant=self.tenant, entity_id=entity.pk, known=True
+                ),
+                "types": EntityType.choices,
             },
         )
 
@@ -455,3 +468,272 @@ class AuditExportPage(TenantPage):
         name = f"mnemosyne-{self.tenant.slug}-audit-{stamp}.csv"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
+
+
+# -- entity curation, the graph, the dictionary ---------------------------------------------------
+
+
+def _related(view: TenantPage, entity_id: int) -> list[Any]:
+    return graph.entity_related(tenant=view.tenant, entity_id=entity_id, hops=2, limit=20)
+
+
+def _neighbourhood_svg(view: TenantPage, entity_id: int) -> str:
+    hood = graph.entity_neighbourhood(tenant=view.tenant, entity_id=entity_id)
+    return neighbourhood_svg(
+        centre=hood.centre.name,
+        neighbours=[
+            (e.pk, e.name, n, view.url("entity", entity_id=e.pk)) for e, n in hood.neighbours
+        ],
+        edges=hood.edges,
+        label=_("Entities named together with %(name)s") % {"name": hood.centre.name},
+    )
+
+
+@tenant_page("entities/<id:entity_id>/rename", name="entity_rename", section="entities")
+class EntityRenameAction(WriteAction):
+    def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
+        def change() -> str:
+            curation.entity_rename(tenant=self.tenant, entity_id=entity_id,
+                                   name=request.POST.get("name", ""), actor=self.actor)  # fmt: skip
+            return _("Renamed; the old name stays as an alias.")
+
+        return _entity_action(self, entity_id, change)
+
+
+@tenant_page("entities/<id:entity_id>/type", name="entity_type", section="entities")
+class EntityTypeAction(WriteAction):
+    def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
+        def change() -> str:
+            value = request.POST.get("type", "")
+            curation.entity_set_type(
+                tenant=self.tenant, entity_id=entity_id, type=value, actor=self.actor
+            )
+            return _("Type changed.")
+
+        return _entity_action(self, entity_id, change)
+
+
+@tenant_page("entities/<id:entity_id>/alias-add", name="entity_alias_add", section="entities")
+class EntityAliasAddAction(WriteAction):
+    def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
+        def change() -> str:
+            value = request.POST.get("alias", "")
+            curation.entity_alias_add(
+                tenant=self.tenant, entity_id=entity_id, alias=value, actor=self.actor
+            )
+            return _("Alias added: facts that say it link here.")
+
+        return _entity_action(self, entity_id, change)
+
+
+@tenant_page("entities/<id:entity_id>/alias-remove", name="entity_alias_remove", section="entities")
+class EntityAliasRemoveAction(WriteAction):
+    def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
+        def change() -> str:
+            value = request.POST.get("alias", "")
+            curation.entity_alias_remove(
+                tenant=self.tenant, entity_id=entity_id, alias=value, actor=self.actor
+            )
+            return _("Alias removed.")
+
+        return _entity_action(self, entity_id, change)
+
+
+@tenant_page("entities/<id:entity_id>/merge", name="entity_merge", section="entities")
+class EntityMergeAction(WriteAction):
+    def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
+        def change() -> str:
+            other = curation.entity_find(tenant=self.tenant, text=request.POST.get("other", ""))
+            result = curation.entity_merge(tenant=self.tenant, entity_id=entity_id,
+                                           other_id=other.pk, actor=self.actor)  # fmt: skip
+            return _("%(name)s merged in: %(n)d facts re-linked.") % {
+                "name": other.name,
+                "n": result.relinked,
+            }
+
+        return _entity_action(self, entity_id, change)
+
+
+@tenant_page("entities/<id:entity_id>/split", name="entity_split", section="entities")
+class EntitySplitAction(WriteAction):
+    def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
+        result: list[Any] = []
+
+        def change() -> str:
+            split = curation.entity_split(
+                tenant=self.tenant, entity_id=entity_id, alias=request.POST.get("alias", ""),
+                type=request.POST.get("type") or None, actor=self.actor,
+            )  # fmt: skip
+            result.append(split)
+            return _("%(name)s is an entity of its own now: %(n)d facts re-linked.") % {
+                "name": split.split.name,
+                "n": split.relinked,
+            }
+
+        return _entity_action(self, entity_id, change)
+
+
+def _entity_action(view: TenantPage, entity_id: int, change: Any) -> HttpResponse:
+    try:
+        messages.success(view.request, change())
+    except InvalidInput as error:
+        messages.error(view.request, error.message)
+    return redirect(view.url("entity", entity_id=entity_id))
+
+
+@tenant_page("entities/dictionary/", name="entity_dictionary", section="entities")
+class DictionaryPage(TenantPage):
+    """The tenant's user dictionary, and the progress of re-linking facts after it changed."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return self.render(
+            "web/entities/dictionary.html",
+            {
+                "entries": selectors.dictionary_entries(tenant=self.tenant),
+                "job": curation.relink_latest(tenant=self.tenant),
+                "types": EntityType.choices,
+            },
+        )
+
+
+@tenant_page("entities/relink/", name="entity_relink_progress", section="entities")
+class RelinkProgressPage(TenantPage):
+    """The relink job's progress alone: the dictionary page polls it while a job runs."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        job = curation.relink_latest(tenant=self.tenant)
+        return self.render("web/entities/_relink.html", {"job": job})
+
+
+@tenant_page("entities/dictionary/add", name="entity_dictionary_add", section="entities")
+class DictionaryAddAction(WriteAction):
+    def post(self, request: HttpRequest) -> HttpResponse:
+        try:
+            entry, _job = curation.dictionary_add(
+                tenant=self.tenant, term=request.POST.get("term", ""),
+                type=request.POST.get("type", ""), actor=self.actor,
+            )  # fmt: skip
+        except InvalidInput as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(
+                request, _("%(term)s added; existing facts are being re-linked.") % {
+                    "term": entry.term}
+            )  # fmt: skip
+        return redirect(self.url("entity_dictionary"))
+
+
+@tenant_page("entities/dictionary/remove", name="entity_dictionary_remove", section="entities")
+class DictionaryRemoveAction(WriteAction):
+    def post(self, request: HttpRequest) -> HttpResponse:
+        try:
+            curation.dictionary_remove(
+                tenant=self.tenant, term=request.POST.get("term", ""), actor=self.actor
+            )
+        except InvalidInput as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(request, _("Term removed; existing facts are being re-linked."))
+        return redirect(self.url("entity_dictionary"))
+
+
+@tenant_page("entities/relink/start", name="entity_relink", section="entities")
+class RelinkAction(WriteAction):
+    def post(self, request: HttpRequest) -> HttpResponse:
+        curation.relink_start(tenant=self.tenant, actor=self.actor, reason="requested")
+        messages.success(request, _("Re-linking every fact to its entities."))
+        return redirect(self.url("entity_dictionary"))
+
+
+@tenant_page("entities/reason/", name="entities_reason", section="entities")
+class ReasonPage(TenantPage):
+    """The facts that involve all of several entities."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        text = request.GET.get("names", "")
+        names = [n.strip() for n in re.split(r"[,，、;；]", text) if n.strip()]
+        hits: list[Any] = []
+        error = ""
+        if names:
+            try:
+                hits = graph.entities_reason(tenant=self.tenant, names=names, limit=50)
+            except InvalidInput as problem:
+                error = problem.message
+        return self.render(
+            "web/entities/reason.html",
+            {"names": text, "asked": names, "hits": hits, "error": error},
+            status=400 if error else 200,
+        )
+
+
+# -- conflicts ------------------------------------------------------------------------------------
+
+
+@tenant_page("conflicts/", name="conflicts", nav=gettext_lazy("Conflicts"), order=45)
+class ConflictsPage(TenantPage):
+    """The review queue: pairs of facts that disagree, for an admin to decide."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        wanted = request.GET.get("status", ConflictStatus.OPEN)
+        status = None if wanted == "all" else wanted
+        cursor = request.GET.get("cursor") or None
+        result = conflicts.conflict_list(
+            tenant=self.tenant, status=status, limit=PAGE_SIZE,
+            cursor=int(cursor) if cursor and cursor.isdigit() else None,
+        )  # fmt: skip
+        return self.render(
+            "web/conflicts.html",
+            {
+                "conflicts": result.conflicts,
+                "next_cursor": result.next_cursor,
+                "paged": bool(cursor),
+                "wanted": wanted,
+                "statuses": [
+                    (ConflictStatus.OPEN, _("open")),
+                    (ConflictStatus.RESOLVED, _("resolved")),
+                    ("all", _("any")),
+                ],  # fmt: skip
+                "auto_supersede": bool(self.tenant.setting("conflict_auto_supersede")),
+                "duplicate_threshold": self.tenant.setting("duplicate_threshold"),
+            },
+        )
+
+
+@tenant_page("conflicts/<id:conflict_id>/resolve", name="conflict_resolve", section="conflicts")
+class ConflictResolveAction(WriteAction):
+    def post(self, request: HttpRequest, conflict_id: int) -> HttpResponse:
+        try:
+            conflicts.conflict_resolve(
+                tenant=self.tenant, conflict_id=conflict_id,
+                decision=request.POST.get("decision", ""), note=request.POST.get("note", ""),
+                actor=self.actor,
+            )  # fmt: skip
+        except InvalidInput as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(request, _("Conflict %(id)d decided.") % {"id": conflict_id})
+        return redirect(self.url("conflicts"))
+
+
+@tenant_page("conflicts/settings", name="conflict_settings", section="conflicts")
+class ConflictSettingsAction(WriteAction):
+    def post(self, request: HttpRequest) -> HttpResponse:
+        try:
+            threshold = float(request.POST.get("duplicate_threshold", ""))
+        except ValueError:
+            messages.error(request, _("The duplicate threshold must be a number."))
+            return redirect(self.url("conflicts"))
+        try:
+            tenant_update_settings(
+                tenant=self.tenant,
+                changes={
+                    "conflict_auto_supersede": int(request.POST.get("auto_supersede") == "on"),
+                    "duplicate_threshold": threshold,
+                },
+                actor=self.actor,
+            )
+        except InvalidInput as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(request, _("Settings saved."))
+        return redirect(self.url("conflicts"))

@@ -283,6 +283,18 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("MNEMOSYNE_EMBED_SWEEP_SECONDS", 60, minimum=1)),
         "options": {"expires": 60},
     },
+    # Facts stored before conflicts were looked for, or whose check was lost, get checked.
+    "conflicts-sweep": {
+        "task": "facts.tasks.facts_conflicts_sweep",
+        "schedule": 300.0,
+        "options": {"expires": 300},
+    },
+    # A changed extractor re-links every fact; lost relink jobs are sent again.
+    "relink-sweep": {
+        "task": "facts.tasks.entities_relink_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 60},
+    },
 }
 # Dotted path of the entity extractor `(text) -> list[facts.entities.FoundEntity]`; empty: none.
 MNEMOSYNE_ENTITY_EXTRACTOR = env_str("MNEMOSYNE_ENTITY_EXTRACTOR", "facts.extract.extract_entities")

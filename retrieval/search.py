@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from django.utils import timezone
 
-from facts.entities import entity_extractor, entity_normalize
+from facts.entities import entities_found, entity_dictionary, entity_extractor, entity_normalize
 from facts.models import Category, Fact, Kind
 from retrieval import sql
 from retrieval.embedders import EmbedderError
@@ -40,6 +40,12 @@ NEIGHBOUR_SHARE = 0.3
 SESSION_SHARE = 0.15
 SPEAKER_BONUS = 0.05
 ENTITY_GATED = True
+# How a fact's entity score is scaled: "idf", against the information of a name found once in
+# the tenant, so that a query naming only common entities (a conversation's speakers) lifts
+# little; or "share" of the query's entity information, which gave a speaker named in the
+# question the full score on every one of their turns (LoCoMo R@10 -2 points at weight 0.2;
+# with "idf" +0.004, see README "Entities, conflicts and duplicates").
+ENTITY_NORMALISE = "idf"
 # Full text: up to FTS_EXACT facts sharing a word with the query, all are read and ranked
 # (exact); beyond, each query of the cascade reads at most FTS_TOUCH. FTS_KEEP of those are
 # scored with real term frequencies; the PLAN_TERMS rarest terms select candidates, and the
@@ -192,10 +198,11 @@ def _entity_scores(
 ) -> dict[int, float]:
     """Already on [0, 1]: the share of the query's entity information a fact is linked to.
     With `among`, only those facts are scored (the others could not gain from it)."""
-    extractor = entity_extractor()
-    if extractor is None:
+    if entity_extractor() is None:
         return {}
-    names = sorted({entity_normalize(found.name) for found in extractor(query)} - {""})
+    dictionary = entity_dictionary(tenant=tenant_id)
+    found = entities_found(query, dictionary=dictionary)
+    names = sorted({entity_normalize(f.name) for f in found} - {""})
     if not names:
         return {}
     total = corpus_stats(tenant_id=tenant_id).documents
@@ -207,6 +214,10 @@ def _entity_scores(
         limit=CANDIDATES,
         among=among,
     )
+    if ENTITY_NORMALISE == "idf":
+        # Against a name as rare as can be: a query naming only common entities (a speaker
+        # of every other turn) lifts its facts little.
+        most = max(most, math.log(1 + max(total, 1)))
     return {fact_id: score / most for fact_id, score in rows} if most else {}
 
 

@@ -163,8 +163,11 @@ def serving_space() -> Space | None:
             return _serving[1]
     row = VectorModel.objects.filter(state=VectorState.SERVING).first()
     space = Space(row.name, row.dimension, row.spec) if row else None
-    with _lock:
-        _serving = (time.monotonic(), space)
+    if space is not None:
+        # "None yet" is not kept: the first model may register a moment later (stored facts
+        # ask this before any is embedded), and recall must see it at once.
+        with _lock:
+            _serving = (time.monotonic(), space)
     return space
 
 

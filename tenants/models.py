@@ -20,6 +20,12 @@ DEFAULT_TENANT_SETTINGS: dict[str, float | int] = {
     "half_life_days": 0,
     "token_budget": 1300,
     "prefetch_ttl_s": 300,
+    # A new fact whose vector is at least this close to a stored fact's (cosine) joins it
+    # instead of being stored twice; 1 leaves only identical text to join.
+    "duplicate_threshold": 0.95,
+    # 1: a clear, newer statement supersedes the older one it contradicts at once; 0 (the
+    # default): every conflict waits in the review queue for an admin.
+    "conflict_auto_supersede": 0,
 }
 
 
@@ -195,6 +201,15 @@ class TenantAction(models.TextChoices):
     AUDIT_EXPORT = "audit_export", "audit log exported"
     FACTS_EXPORT = "facts_export", "facts exported"
     TENANT_DELETE = "tenant_delete", "tenant deleted"
+    DICTIONARY_ADD = "dictionary_add", "dictionary term added"
+    DICTIONARY_CHANGE = "dictionary_change", "dictionary term changed"
+    DICTIONARY_REMOVE = "dictionary_remove", "dictionary term removed"
+    ENTITY_RENAME = "entity_rename", "entity renamed"
+    ENTITY_RETYPE = "entity_retype", "entity type changed"
+    ENTITY_ALIAS_ADD = "entity_alias_add", "entity alias added"
+    ENTITY_ALIAS_REMOVE = "entity_alias_remove", "entity alias removed"
+    ENTITY_MERGE = "entity_merge", "entities merged"
+    ENTITY_SPLIT = "entity_split", "entity alias split off"
 
 
 class TenantEvent(TenantOwned):

@@ -49,6 +49,8 @@ _SETTING_BOUNDS: dict[str, tuple[float, float, bool]] = {
     "half_life_days": (0.0, 36500.0, False),  # 0: no temporal decay
     "token_budget": (100, 32000, True),
     "prefetch_ttl_s": (0, 86400, True),
+    "duplicate_threshold": (0.5, 1.0, False),
+    "conflict_auto_supersede": (0, 1, True),
 }
 
 

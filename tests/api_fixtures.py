@@ -9,7 +9,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from facts import services as fact_services
+from facts.models import Conflict, DictionaryEntry, Entity, Fact
 from tenants import services as tenant_services
+from tenants.scope import tenant_scope
 
 
 @dataclass
@@ -25,6 +27,9 @@ class World:
     tokens: dict[str, str]
     invitation_id: int = 0
     other_invitation_id: int = 0
+    bob_entity_id: int = 0
+    conflict_id: int = 0
+    other_conflict_id: int = 0
 
 
 def bearer(token: str) -> APIClient:
@@ -66,6 +71,22 @@ def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings
         tenant_services.invitation_create(tenant=t, role="auditor", actor=system_actor)
         for t in (tenant, other_tenant)
     ]
+    # An alias, a dictionary term and a conflict for the curation endpoints, made without
+    # services: the other tests count the facts and audit events of this world.
+    conflicts = {}
+    for t in (tenant, other_tenant):
+        with tenant_scope(t):
+            alice = Entity.objects.for_tenant(t).get(normalized="alice")
+            alice.aliases = ["ali"]
+            alice.save(update_fields=["aliases"])
+            DictionaryEntry.objects.create(
+                tenant=t, term="Orion", normalized="orion", type="product", created_by="job:tests"
+            )
+            first, second = Fact.objects.for_tenant(t).order_by("pk")[:2]
+            conflicts[t.slug] = Conflict.objects.create(
+                tenant=t, fact_a=first, fact_b=second, reason="value", score=0.8,
+                detected_by="job:tests",
+            ).pk  # fmt: skip
     return World(
         tenant=tenant,
         other=other_tenant,
@@ -78,4 +99,7 @@ def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings
         tokens={name: created.token for name, created in keys.items()},
         invitation_id=invitations[0].invitation.pk,
         other_invitation_id=invitations[1].invitation.pk,
+        bob_entity_id=entity_list(tenant=tenant, query="bob").entities[0].pk,
+        conflict_id=conflicts["acme"],
+        other_conflict_id=conflicts["globex"],
     )

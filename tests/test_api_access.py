@@ -51,6 +51,22 @@ ENDPOINTS = [
     Endpoint("GET", "entities", R, 200),
     Endpoint("GET", "entities/{entity}", R, 200),
     Endpoint("GET", "entities/{entity}/facts", R, 200),
+    Endpoint("PATCH", "entities/{entity}", M, 200, {"name": "Alice Chen", "type": "person"}),
+    Endpoint("POST", "entities/{entity}/aliases", M, 200, {"alias": "alicia"}),
+    Endpoint("DELETE", "entities/{entity}/aliases?alias=ali", M, 200),
+    Endpoint("POST", "entities/{entity}/merge", M, 200, {"other_id": "{bob}"}),
+    Endpoint("POST", "entities/{entity}/split", M, 200, {"alias": "ali"}),
+    Endpoint("GET", "entities/{entity}/history", R, 200),
+    Endpoint("GET", "entities/{entity}/related?hops=1", R, 200),
+    Endpoint("GET", "entities/reason?name=Alice&name=Bob", R, 200),
+    Endpoint("GET", "entities/dictionary", R, 200),
+    Endpoint("POST", "entities/dictionary", M, 200, {"term": "Northstar", "type": "product"}),
+    Endpoint("DELETE", "entities/dictionary?term=Orion", M, 200),
+    Endpoint("GET", "entities/relink", R, 200),
+    Endpoint("POST", "entities/relink", M, 200),
+    Endpoint("GET", "conflicts", R, 200),
+    Endpoint("GET", "conflicts/{conflict}", R, 200),
+    Endpoint("POST", "conflicts/{conflict}/resolve", M, 200, {"decision": "keep_both"}),
     Endpoint("GET", "members", P, 200),
     Endpoint("POST", "members", M, 200, {"username": "newbie", "role": "auditor"}),
     Endpoint("GET", "members/{member}", P, 200),
@@ -92,6 +108,7 @@ def _url(endpoint: Endpoint, w: World, *, tenant: str | None, foreign: bool = Fa
         "entity": w.other_entity_id if foreign else w.entity_id,
         "key": w.other_key_id if foreign else w.key_id,
         "member": "oscar" if foreign else "carol",
+        "conflict": w.other_conflict_id if foreign else w.conflict_id,
     }
     path = endpoint.path.format(**ids)
     if tenant is None:
@@ -99,15 +116,20 @@ def _url(endpoint: Endpoint, w: World, *, tenant: str | None, foreign: bool = Fa
     return f"/api/v1/tenants/{tenant}" + (f"/{path}" if path else "")
 
 
-def _call(client: APIClient, endpoint: Endpoint, url: str):
+def _call(client: APIClient, endpoint: Endpoint, w: World, url: str):
     kwargs: dict[str, Any] = {}
     if endpoint.body is not None:
-        kwargs["data"] = endpoint.body
+        # "{bob}" in a body: the id of another entity of the tenant (a merge needs two).
+        kwargs["data"] = (
+            {k: w.bob_entity_id if v == "{bob}" else v for k, v in endpoint.body.items()}
+            if isinstance(endpoint.body, dict)
+            else endpoint.body
+        )
         kwargs["content_type"] = endpoint.content_type or "application/json"
         if kwargs["content_type"] == "application/json":
             import json
 
-            kwargs["data"] = json.dumps(endpoint.body)
+            kwargs["data"] = json.dumps(kwargs["data"])
     return client.generic(endpoint.method, url, **kwargs)
 
 
@@ -119,7 +141,7 @@ def _assert_error(response, status: int) -> None:
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
 def test_the_owner_may_do_everything(endpoint, world, owner, member) -> None:
-    response = _call(signed_in(owner), endpoint, _url(endpoint, world, tenant="acme"))
+    response = _call(signed_in(owner), endpoint, world, _url(endpoint, world, tenant="acme"))
     assert response.status_code == endpoint.ok, response.content[:500]
 
 
@@ -127,7 +149,7 @@ def test_the_owner_may_do_everything(endpoint, world, owner, member) -> None:
 @pytest.mark.parametrize("mount", ["tenant-url", "key-mount"])
 def test_a_write_key_does_all_but_administration(endpoint, mount, world, member) -> None:
     url = _url(endpoint, world, tenant="acme" if mount == "tenant-url" else None)
-    response = _call(bearer(world.tokens["write"]), endpoint, url)
+    response = _call(bearer(world.tokens["write"]), endpoint, world, url)
     if endpoint.need == M:
         _assert_error(response, 403)
         assert "signed-in admin" in response.json()["message"]
@@ -140,7 +162,7 @@ def test_a_write_key_does_all_but_administration(endpoint, mount, world, member)
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
 def test_the_auditor_reads_and_is_refused_writes(endpoint, world, auditor, member) -> None:
-    response = _call(signed_in(auditor), endpoint, _url(endpoint, world, tenant="acme"))
+    response = _call(signed_in(auditor), endpoint, world, _url(endpoint, world, tenant="acme"))
     if endpoint.need in (R, P):
         assert response.status_code == endpoint.ok, response.content[:500]
     else:
@@ -150,7 +172,9 @@ def test_the_auditor_reads_and_is_refused_writes(endpoint, world, auditor, membe
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
 def test_a_read_key_reads_and_is_refused_writes(endpoint, world, member) -> None:
-    response = _call(bearer(world.tokens["read"]), endpoint, _url(endpoint, world, tenant=None))
+    response = _call(
+        bearer(world.tokens["read"]), endpoint, world, _url(endpoint, world, tenant=None)
+    )
     if endpoint.need == R:
         assert response.status_code == endpoint.ok, response.content[:500]
     else:
@@ -159,17 +183,19 @@ def test_a_read_key_reads_and_is_refused_writes(endpoint, world, member) -> None
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
 def test_an_outsider_finds_nothing(endpoint, world, outsider, member) -> None:
-    response = _call(signed_in(outsider), endpoint, _url(endpoint, world, tenant="acme"))
+    response = _call(signed_in(outsider), endpoint, world, _url(endpoint, world, tenant="acme"))
     _assert_error(response, 404)
     # ...exactly as if the tenant did not exist at all.
-    missing = _call(signed_in(outsider), endpoint, _url(endpoint, world, tenant="initech"))
+    missing = _call(signed_in(outsider), endpoint, world, _url(endpoint, world, tenant="initech"))
     _assert_error(missing, 404)
     assert missing.json() == response.json()
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
 def test_another_tenants_key_finds_nothing(endpoint, world, member) -> None:
-    response = _call(bearer(world.tokens["other"]), endpoint, _url(endpoint, world, tenant="acme"))
+    response = _call(
+        bearer(world.tokens["other"]), endpoint, world, _url(endpoint, world, tenant="acme")
+    )
     _assert_error(response, 404)
 
 
@@ -177,7 +203,10 @@ def test_another_tenants_key_finds_nothing(endpoint, world, member) -> None:
 def test_another_tenants_objects_are_missing_in_your_own_tenant(endpoint, world, member) -> None:
     # The key of acme, on its own mount, asking for globex's fact, entity, key or member.
     response = _call(
-        bearer(world.tokens["write"]), endpoint, _url(endpoint, world, tenant=None, foreign=True)
+        bearer(world.tokens["write"]),
+        endpoint,
+        world,
+        _url(endpoint, world, tenant=None, foreign=True),
     )
     _assert_error(response, 404)
     assert response.json()["code"] == "not_found"
@@ -186,7 +215,7 @@ def test_another_tenants_objects_are_missing_in_your_own_tenant(endpoint, world,
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
 def test_a_revoked_key_and_no_key_are_401(endpoint, world, member) -> None:
     for client in (bearer(world.tokens["revoked"]), bearer("mnm_nope_nope"), APIClient()):
-        response = _call(client, endpoint, _url(endpoint, world, tenant="acme"))
+        response = _call(client, endpoint, world, _url(endpoint, world, tenant="acme"))
         _assert_error(response, 401)
         assert response["WWW-Authenticate"].startswith("Bearer")
 

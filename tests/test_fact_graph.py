@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from facts.candidates import candidate_facts
+from facts.conflicts import conflicts_check_pending
+from facts.embedding import facts_embed_batch
 from facts.graph import entities_reason, entity_facts, entity_related, fact_contradictions
 from facts.models import Category, Kind
 from facts.selectors import fact_list
@@ -79,9 +81,7 @@ def test_reason_finds_the_facts_that_link_all_the_entities(tenant, stored) -> No
     assert problem.value.field == "entities"
 
 
-def test_contradict_pairs_facts_that_say_different_things_of_the_same_kind(
-    tenant, system_actor
-) -> None:
+def test_contradict_reads_the_conflicts_the_worker_recorded(tenant, system_actor) -> None:
     for text in [
         "Alice Chen prefers green tea",
         "Alice Chen prefers black coffee",
@@ -90,6 +90,10 @@ def test_contradict_pairs_facts_that_say_different_things_of_the_same_kind(
         "Bob Li prefers black coffee",  # another person
     ]:
         fact_add(tenant=tenant, content=text, actor=system_actor)
+    assert fact_contradictions(tenant=tenant) == [], "nothing is guessed at read time"
+    while facts_embed_batch(tenant=tenant):
+        pass
+    conflicts_check_pending(tenant=tenant)  # what the worker does after embedding
     pairs = {
         frozenset((p.fact_a.content, p.fact_b.content)): p
         for p in fact_contradictions(tenant=tenant)
@@ -97,6 +101,7 @@ def test_contradict_pairs_facts_that_say_different_things_of_the_same_kind(
     tea_or_coffee = frozenset(("Alice Chen prefers green tea", "Alice Chen prefers black coffee"))
     assert tea_or_coffee in pairs
     assert pairs[tea_or_coffee].shared_entities == ["alice chen"]
+    assert pairs[tea_or_coffee].recorded and pairs[tea_or_coffee].reason == "value"
     assert (
         frozenset(("Alice Chen prefers green tea", "Alice Chen prefers green tea in the morning"))
         not in pairs

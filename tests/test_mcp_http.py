@@ -292,7 +292,7 @@ def test_a_revoked_or_unknown_key_is_refused_and_so_is_a_key_revoked_mid_session
     )
     assert raw.status_code == 401
     assert raw.headers["WWW-Authenticate"].startswith("Bearer")
-    assert raw.json()["message"] == "the API key is unknown or revoked"
+    assert raw.json()["message"] == "the API key is unknown, expired or revoked"
 
     def revoke() -> None:
         from django.db import connections

@@ -48,10 +48,21 @@ WRITE_BODIES: dict[str, dict[str, Any]] = {
     "facts_bulk": {"ids": ["1"], "action": "tag", "tag": "checked"},
     "tenant_settings": {"name": "Acme Corporation"},
     "tenant_delete": {"confirm": "acme"},
+    "entity_rename": {"name": "Alice Chen"},
+    "entity_type": {"type": "person"},
+    "entity_alias_add": {"alias": "alicia"},
+    "entity_alias_remove": {"alias": "ali"},
+    "entity_merge": {"other": "Bob"},
+    "entity_split": {"alias": "ali"},
+    "entity_dictionary_add": {"term": "Northstar", "type": "product"},
+    "entity_dictionary_remove": {"term": "Orion"},
+    "entity_relink": {},
+    "conflict_resolve": {"decision": "keep_both", "note": "both were true"},
+    "conflict_settings": {"duplicate_threshold": "0.9", "auto_supersede": "on"},
 }
 # Superusers only, even among admins.
 SUPERUSER_WRITES = {"tenant_delete"}
-PARAMETERS = {"fact_id", "entity_id", "key_id", "username", "invitation_id"}
+PARAMETERS = {"fact_id", "entity_id", "key_id", "username", "invitation_id", "conflict_id"}
 
 
 def _client(user=None) -> Client:
@@ -68,6 +79,7 @@ def _params(spec: PageSpec, w: World, *, foreign: bool = False) -> dict[str, Any
         "key_id": w.other_key_id if foreign else w.key_id,
         "username": "oscar" if foreign else "arthur",
         "invitation_id": w.other_invitation_id if foreign else w.invitation_id,
+        "conflict_id": w.other_conflict_id if foreign else w.conflict_id,
     }
     names = set(re.findall(r"<(?:\w+:)?(\w+)>", spec.route))
     return {name: values[name] for name in names}

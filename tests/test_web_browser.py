@@ -319,14 +319,25 @@ def acme(people, system_actor):
         tenant=other, content="Globex ships on Tuesdays", actor=system_actor
     ).fact
     key = apikey_create(tenant=tenant, name="hermes", actor=system_actor).key
+    coffee = fact_services.fact_add(
+        tenant=tenant, content="Alice prefers black coffee", scope="user:alice", actor=system_actor
+    ).fact
+    from facts.models import Conflict
+    from tenants.scope import tenant_scope
     from tenants.services import invitation_create
 
+    with tenant_scope(tenant):
+        conflict = Conflict.objects.create(
+            tenant=tenant, fact_a=fact, fact_b=coffee, reason="value", score=0.7,
+            detected_by="job:tests",
+        )  # fmt: skip
     invitation = invitation_create(tenant=tenant, role="auditor", actor=system_actor).invitation
     return {
         "tenant": tenant,
         "fact": fact,
         "other_fact": other_fact,
         "key": key,
+        "conflict": conflict,
         "invitation": invitation,
     }
 
@@ -340,6 +351,7 @@ def _urls(acme: dict, *, writes: bool) -> list[tuple[str, str]]:
         "key_id": acme["key"].pk,
         "username": "arthur",
         "invitation_id": acme["invitation"].pk,
+        "conflict_id": acme["conflict"].pk,
     }
     from django.urls import reverse
 
@@ -434,3 +446,60 @@ def test_an_admin_of_another_tenant_reaches_nothing_of_this_one(browser, live_se
         )
         assert response.status == 404, (name, response.status)
     outsider.close()
+
+
+def test_an_admin_curates_entities_and_decides_a_conflict(
+    browser, live_server, people, system_actor, eager_tasks
+) -> None:
+    """老王 and 王总 become one entity, a project name goes into the dictionary, and a conflict
+    the worker found is decided: all in the browser, each step seen on the page."""
+    from playwright.sync_api import expect
+
+    from tenants.services import tenant_create
+
+    tenant_create(slug="acme", name="Acme", actor=system_actor)
+    sam, _ = people
+    admin = Session(browser, live_server.url, "curation")
+    admin.sign_in("sam", "pw-sam-12345")
+    page = admin.page
+    for text in ("老王下周去上海出差。", "王总说预算要再砍一成。", "Bob lives in Berlin.",
+                 "北极星计划由老王负责。", "Bob lives in Munich."):  # fmt: skip
+        admin.go("/t/acme/facts/new/")
+        page.fill("#id_content", text)
+        page.click("#fact-form button")
+        expect(page.locator(".messages")).to_contain_text("Fact stored.")
+    # Merge 王总 into 老王 on 老王's page.
+    admin.go("/t/acme/entities/?q=老王")
+    page.click("#entity-table a:text-is('老王')")
+    page.fill("#entity-merge input[name=other]", "王总")
+    page.click("#entity-merge button")
+    expect(page.locator(".messages")).to_contain_text("王总 merged in")
+    expect(page.locator("#entity-aliases")).to_contain_text("王总")
+    expect(page.locator("#entity-aliases")).to_contain_text("3")
+    expect(page.locator("#entity-history")).to_contain_text("merged another entity in")
+    expect(page.locator("#entity-graph svg")).to_have_count(1)
+    expect(page.locator("#entity-graph svg")).to_contain_text("上海")
+    admin.shot("entity-merged")
+    # The dictionary: the project becomes one entity, and the re-linking shows its progress.
+    admin.go("/t/acme/entities/dictionary/")
+    page.fill("#dictionary-add input[name=term]", "北极星计划")
+    page.select_option("#dictionary-add select[name=type]", "product")
+    page.click("#dictionary-add button")
+    expect(page.locator("#dictionary-table")).to_contain_text("北极星计划")
+    expect(page.locator("#relink-progress")).to_contain_text("100%")
+    admin.shot("dictionary")
+    admin.go("/t/acme/entities/?q=北极星")
+    expect(page.locator("#entity-table")).to_contain_text("北极星计划")
+    # The conflict the worker recorded after embedding (tasks run eagerly here).
+    admin.go("/t/acme/conflicts/")
+    row = page.locator("#conflict-table tr", has_text="Munich")
+    expect(row).to_contain_text("Berlin")
+    admin.shot("conflicts")
+    row.locator("input[name=note]").fill("he moved in May")
+    row.locator("button[value=supersede]").click()
+    expect(page.locator("#conflict-table")).to_contain_text("No conflicts here.")
+    admin.go("/t/acme/conflicts/?status=resolved")
+    expect(page.locator("#conflict-table")).to_contain_text("he moved in May")
+    expect(page.locator("#conflict-table")).to_contain_text("superseded")
+    admin.shot("conflict-decided")
+    admin.close()

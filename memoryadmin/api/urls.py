@@ -18,7 +18,15 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from facts.api import AuditViewSet, EntityViewSet, FactImportViewSet, FactViewSet
+from facts.api import (
+    AuditViewSet,
+    ConflictViewSet,
+    DictionaryViewSet,
+    EntityCurationViewSet,
+    EntityViewSet,
+    FactImportViewSet,
+    FactViewSet,
+)
 from memoryadmin.api import schema as _schema  # noqa: F401 - registers the API-key scheme
 from retrieval.api import ContextViewSet, RecallViewSet
 from tenants.api import (
@@ -58,6 +66,8 @@ register_converter(UsernameConverter, "username")
 
 def _tenant_routes() -> list[URLPattern]:
     """Everything that happens inside one tenant."""
+    curate = EntityCurationViewSet.as_view
+    dictionary = DictionaryViewSet.as_view
     fact = FactViewSet.as_view
     return [
         path("facts", fact({"get": "list", "post": "create"}), name="facts"),
@@ -74,11 +84,46 @@ def _tenant_routes() -> list[URLPattern]:
         path("recall", RecallViewSet.as_view({"post": "create"}), name="recall"),
         path("context", ContextViewSet.as_view({"post": "create"}), name="context"),
         path("entities", EntityViewSet.as_view({"get": "list"}), name="entities"),
-        path("entities/<id:entity_id>", EntityViewSet.as_view({"get": "retrieve"}), name="entity"),
+        path(
+            "entities/<id:entity_id>",
+            curate({"get": "retrieve", "patch": "partial_update"}),
+            name="entity",
+        ),
         path(
             "entities/<id:entity_id>/facts",
             EntityViewSet.as_view({"get": "facts"}),
             name="entity-facts",
+        ),
+        path(
+            "entities/<id:entity_id>/aliases",
+            curate({"post": "alias_add", "delete": "alias_remove"}),
+            name="entity-aliases",
+        ),
+        path("entities/<id:entity_id>/merge", curate({"post": "merge"}), name="entity-merge"),
+        path("entities/<id:entity_id>/split", curate({"post": "split"}), name="entity-split"),
+        path("entities/<id:entity_id>/history", curate({"get": "history"}), name="entity-history"),
+        path("entities/<id:entity_id>/related", curate({"get": "related"}), name="entity-related"),
+        path("entities/reason", curate({"get": "reason"}), name="entities-reason"),
+        path(
+            "entities/dictionary",
+            dictionary({"get": "list", "post": "create", "delete": "destroy"}),
+            name="entity-dictionary",
+        ),
+        path(
+            "entities/relink",
+            dictionary({"get": "relink_state", "post": "relink"}),
+            name="entity-relink",
+        ),
+        path("conflicts", ConflictViewSet.as_view({"get": "list"}), name="conflicts"),
+        path(
+            "conflicts/<id:conflict_id>",
+            ConflictViewSet.as_view({"get": "retrieve"}),
+            name="conflict",
+        ),
+        path(
+            "conflicts/<id:conflict_id>/resolve",
+            ConflictViewSet.as_view({"post": "resolve"}),
+            name="conflict-resolve",
         ),
         path("members", MemberViewSet.as_view({"get": "list", "post": "create"}), name="members"),
         path(

@@ -135,3 +135,61 @@ def line_chart(
                 parts.append(f'<polyline class="s{number}" points="{points}"/>')
         parts += dots
     return _svg(title, _axis(top, unit) + "".join(parts) + _x_labels(labels, centres, label_every))
+
+
+GRAPH_SIZE = 420
+
+
+def neighbourhood_svg(
+    *,
+    centre: str,
+    neighbours: Sequence[tuple[int, str, int, str]],
+    edges: Sequence[tuple[int, int, int]],
+    label: str,
+) -> SafeString:
+    """An entity in the middle, its neighbours on a circle around it (each a link, its spoke
+    as thick as the facts they share), and the ties among the neighbours. `neighbours`:
+    (id, name, facts shared with the centre, url); `edges`: (id, id, facts shared)."""
+    import math
+
+    size, middle = GRAPH_SIZE, GRAPH_SIZE / 2
+    radius = size / 2 - 70
+    most = max((n for _, _, n, _ in neighbours), default=1)
+    at: dict[int, tuple[float, float]] = {}
+    for index, (ident, _, _, _) in enumerate(neighbours):
+        angle = 2 * math.pi * index / max(len(neighbours), 1) - math.pi / 2
+        at[ident] = (middle + radius * math.cos(angle), middle + radius * math.sin(angle))
+    parts = [
+        f'<svg class="graph" viewBox="0 0 {size} {size}" role="img" '
+        f'aria-label="{escape(label)}"><title>{escape(label)}</title>'
+    ]
+    for a, b, n in edges:
+        if a in at and b in at:
+            (x1, y1), (x2, y2) = at[a], at[b]
+            parts.append(
+                f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" class="tie" '
+                f'stroke-width="{1 + 3 * n / most:.1f}"><title>{n}</title></line>'
+            )
+    for ident, _, n, _ in neighbours:
+        x, y = at[ident]
+        parts.append(
+            f'<line x1="{middle}" y1="{middle}" x2="{x:.1f}" y2="{y:.1f}" class="spoke" '
+            f'stroke-width="{1 + 5 * n / most:.1f}"/>'
+        )
+    for ident, name, n, url in neighbours:
+        x, y = at[ident]
+        anchor = "start" if x > middle + 1 else "end" if x < middle - 1 else "middle"
+        dx = 8 if anchor == "start" else -8 if anchor == "end" else 0
+        # A label straight above or below its node sits clear of it, away from the centre.
+        dy = 4 if anchor != "middle" else (-10 if y < middle else 18)
+        parts.append(
+            f'<a href="{escape(url)}"><circle cx="{x:.1f}" cy="{y:.1f}" r="6" class="node"/>'
+            f'<text x="{x + dx:.1f}" y="{y + dy:.1f}" text-anchor="{anchor}" class="name">'
+            f"{escape(name[:24])} ({n})</text></a>"
+        )
+    parts.append(
+        f'<circle cx="{middle}" cy="{middle}" r="10" class="centre"/>'
+        f'<text x="{middle}" y="{middle - 16}" text-anchor="middle" class="name centre">'
+        f"{escape(centre[:30])}</text></svg>"
+    )
+    return mark_safe("".join(parts))  # noqa: S308 - every text in it is escaped

@@ -1,0 +1,464 @@
+"""Conflicts and near-duplicates: statements that disagree become `Conflict` rows for an admin
+to decide; statements that say what is already stored join the stored fact.
+
+- When a fact is stored, `fact_add` asks `fact_near_duplicate`: a fact of the same scope whose
+  vector is at least the tenant's `duplicate_threshold` close (or whose text is the same up to
+  case, width, spacing and punctuation), and that the judge does not find disagreeing, is
+  joined instead (`fact_join`); the caller is told which. Turns are never joined.
+- After a worker embedded facts, `conflicts_check` compares each with its nearest neighbours
+  and with the facts that share its entities (`facts.contradiction.pair_judge`): a
+  disagreement is recorded once per pair, a duplicate that slipped through (an import, a
+  vector that came later) joins the older fact. Beat's sweep runs the same check over facts
+  stored before, and over facts changed since they were checked.
+- `conflict_resolve`: keep both, supersede the older by the newer (it leaves recall, keeps its
+  history, its trust drops), or dismiss. Audited on both facts. A tenant may let a clear,
+  newer statement supersede the older one at once (`conflict_auto_supersede`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max, Q, QuerySet
+from django.utils import timezone
+
+from facts.contradiction import CONTRADICT, DUPLICATE, Verdict, pair_judge
+from facts.entities import entities_found, entity_dictionary, entity_resolve
+from facts.models import (
+    Conflict,
+    ConflictResolution,
+    ConflictScan,
+    ConflictStatus,
+    EventAction,
+    Fact,
+    FactEntity,
+    FactVector,
+    Kind,
+    Status,
+)
+from retrieval import sql
+from retrieval.embedders import EmbedderError
+from retrieval.vectors import embedder_for, serving_space
+from tenants.actors import Actor
+from tenants.errors import InvalidInput, NotFound
+from tenants.models import Tenant
+from tenants.scope import all_tenants_scope, tenant_scope
+
+logger = logging.getLogger(__name__)
+
+# Neighbours compared with a new fact: the nearest vectors, and the facts sharing an entity.
+NEIGHBOURS = 10
+NEIGHBOUR_MIN_COSINE = 0.8
+ENTITY_NEIGHBOURS = 30
+# An entity linked to more facts than this says little about which pairs disagree.
+ENTITY_MAX_FACTS = 200
+CHECK_BATCH = 200
+TRUST_SUPERSEDED = 0.2  # how much trust a superseded fact loses
+JOB = Actor.job("conflicts")
+
+
+def _set_status_event(tenant: Tenant, fact: Fact, action: str, actor: Actor, **values: Any) -> None:
+    from facts.services import _event
+
+    _event(tenant, fact.pk, action, actor, before=values.get("before"), after=values.get("after"))
+
+
+def _in_scope(scope: str, other: str) -> bool:
+    """The same scope, or one inside the other (user:alice and user:alice/project:x)."""
+    return scope == other or other.startswith(f"{scope}/") or scope.startswith(f"{other}/")
+
+
+# -- near-duplicates ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NearDuplicate:
+    fact: Fact
+    similarity: float
+    reason: str  # "same text" or "similar"
+
+
+def _query_vector(text: str) -> tuple[np.ndarray, str, int] | None:
+    space = serving_space()
+    if space is None:
+        return None
+    vector = embedder_for(space).embed([text], purpose="passage")[0]
+    return vector, space.name, space.dimension
+
+
+def fact_near_duplicate(*, tenant: Tenant, content: str, scope: str) -> NearDuplicate | None:
+    """The active fact of this scope that already says `content`, if any. Caller holds the
+    tenant scope. Without a working embedder only the same text is found (by fact_add)."""
+    threshold = float(tenant.setting("duplicate_threshold"))
+    try:
+        query = _query_vector(content)
+    except EmbedderError as error:
+        logger.warning("tenant %s: near-duplicate check without vectors: %s", tenant.pk, error)
+        return None
+    if query is None:
+        return None
+    vector, model, dimension = query
+    rows = sql.vector_candidates(
+        tenant_id=tenant.pk,
+        vector=vector,
+        model=model,
+        dimension=dimension,
+        filters=sql.Filters(scope_prefix=scope, kind=Kind.FACT),
+        limit=5,
+    )
+    similar = {fid: score for fid, score, _ in rows if score >= min(threshold, 0.9)}
+    if not similar:
+        return None
+    facts = (
+        Fact.objects.for_tenant(tenant).filter(pk__in=similar, scope=scope).defer("search_vector")
+    )
+    for fact in sorted(facts, key=lambda f: -similar[f.pk]):
+        verdict = pair_judge(
+            fact.content, content, similarity=similar[fact.pk], duplicate_threshold=threshold
+        )
+        if verdict.label == DUPLICATE:
+            return NearDuplicate(fact=fact, similarity=round(similar[fact.pk], 4),
+                                 reason=verdict.reason)  # fmt: skip
+    return None
+
+
+def fact_join(
+    *, tenant: Tenant, fact: Fact, content: str, tags: list[str], actor: Actor, similarity: float
+) -> Fact:
+    """`content` says what `fact` says: count it, add its tags and entities to `fact`, and
+    record the join in the fact's history. Caller holds the tenant scope."""
+    from facts.services import MAX_TAGS
+
+    fact = Fact.objects.for_tenant(tenant).select_for_update().get(pk=fact.pk)
+    added_tags = [t for t in tags if t not in fact.tags][: max(0, MAX_TAGS - len(fact.tags))]
+    fact.tags = [*fact.tags, *added_tags]
+    fact.mention_count += 1
+    fact.save(update_fields=["tags", "mention_count", "updated_at"])
+    linked = set(
+        FactEntity.objects.for_tenant(tenant).filter(fact=fact).values_list("entity_id", flat=True)
+    )
+    dictionary = entity_dictionary(tenant=tenant)
+    for found in entities_found(content, dictionary=dictionary):
+        entity = entity_resolve(tenant=tenant, name=found.name, type=found.type)
+        if entity.pk not in linked:
+            FactEntity.objects.create(tenant=tenant, fact=fact, entity=entity)
+            linked.add(entity.pk)
+    _set_status_event(
+        tenant, fact, EventAction.JOIN, actor,
+        after={"content": content, "similarity": similarity, "tags_added": added_tags,
+               "mention_count": fact.mention_count},
+    )  # fmt: skip
+    return fact
+
+
+# -- detection --------------------------------------------------------------------------------
+
+
+def _vectors(tenant: Tenant, fact_ids: list[int], model: str) -> dict[int, np.ndarray]:
+    rows = FactVector.objects.for_tenant(tenant).filter(fact_id__in=fact_ids, model=model)
+    return {row.fact_id: np.asarray(row.embedding, dtype=np.float32) for row in rows}
+
+
+def _neighbours(
+    tenant: Tenant, fact: Fact, vector: np.ndarray | None, space: Any
+) -> dict[int, float | None]:
+    """Candidate partners of `fact`: vector neighbours (with their cosine) and the facts that
+    share one of its (not too common) entities."""
+    found: dict[int, float | None] = {}
+    if vector is not None and space is not None:
+        for fid, score, _ in sql.vector_candidates(
+            tenant_id=tenant.pk, vector=vector, model=space.name, dimension=space.dimension,
+            filters=sql.Filters(kind=Kind.FACT), limit=NEIGHBOURS + 1,
+        ):  # fmt: skip
+            if fid != fact.pk and score >= NEIGHBOUR_MIN_COSINE:
+                found[fid] = score
+    links = FactEntity.objects.for_tenant(tenant)
+    entity_ids = list(links.filter(fact=fact).values_list("entity_id", flat=True))
+    if entity_ids:
+        narrow = [
+            row["entity_id"]
+            for row in links.filter(entity_id__in=entity_ids)
+            .values("entity_id")
+            .annotate(n=Count("id"))
+            if row["n"] <= ENTITY_MAX_FACTS
+        ]
+        shared = (
+            links.filter(entity_id__in=narrow)
+            .exclude(fact_id=fact.pk)
+            .order_by("-fact_id")
+            .values_list("fact_id", flat=True)
+            .distinct()[:ENTITY_NEIGHBOURS]
+        )
+        for fid in shared:
+            found.setdefault(fid, None)
+    return found
+
+
+def _cosine(a: np.ndarray | None, b: np.ndarray | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b) or 1.0))
+
+
+def _record(tenant: Tenant, older: Fact, newer: Fact, verdict: Verdict) -> Conflict | None:
+    first, second = sorted((older, newer), key=lambda f: f.pk)
+    try:
+        with transaction.atomic():
+            conflict, created = Conflict.objects.for_tenant(tenant).get_or_create(
+                fact_a=first,
+                fact_b=second,
+                defaults={
+                    "tenant": tenant,
+                    "reason": verdict.reason,
+                    "score": verdict.score,
+                    "detected_by": str(JOB),
+                },
+            )
+    except IntegrityError:
+        return None
+    if not created:
+        return None  # known already: decided pairs are not raised again
+    if int(tenant.setting("conflict_auto_supersede")) and verdict.clear and newer.pk != older.pk:
+        _resolve(tenant, conflict, ConflictResolution.SUPERSEDE, JOB,
+                 "a clear, newer statement (automatic)")  # fmt: skip
+    return conflict
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    checked: int
+    conflicts: int
+    joined: int
+
+
+def _newer(a: Fact, b: Fact) -> tuple[Fact, Fact]:
+    """(older, newer) by when they were stated."""
+    return (a, b) if (a.created_at, a.pk) <= (b.created_at, b.pk) else (b, a)
+
+
+def conflicts_check(*, tenant: Tenant, fact_ids: list[int]) -> CheckResult:
+    """Compare each of these facts with its neighbours; record the pairs that disagree, join
+    a duplicate to the older fact. Idempotent: a pair is recorded once, whatever its fate."""
+    conflicts = joined = checked = 0
+    with tenant_scope(tenant):
+        space = serving_space()
+        facts = list(
+            Fact.objects.for_tenant(tenant)
+            .filter(pk__in=fact_ids, status=Status.ACTIVE, kind=Kind.FACT)
+            .defer("search_vector")
+        )
+        own = _vectors(tenant, [f.pk for f in facts], space.name) if space else {}
+        threshold = float(tenant.setting("duplicate_threshold"))
+        for fact in facts:
+            checked += 1
+            candidates = _neighbours(tenant, fact, own.get(fact.pk), space)
+            if not candidates:
+                continue
+            partners = list(
+                Fact.objects.for_tenant(tenant)
+                .filter(pk__in=candidates, status=Status.ACTIVE, kind=Kind.FACT)
+                .defer("search_vector")
+            )
+            theirs = _vectors(tenant, [p.pk for p in partners], space.name) if space else {}
+            for partner in partners:
+                if not _in_scope(fact.scope, partner.scope):
+                    continue
+                similarity = candidates[partner.pk]
+                if similarity is None:
+                    similarity = _cosine(own.get(fact.pk), theirs.get(partner.pk))
+                older, newer = _newer(partner, fact)
+                verdict = pair_judge(older.content, newer.content, similarity=similarity,
+                                     duplicate_threshold=threshold)  # fmt: skip
+                if verdict.label == CONTRADICT:
+                    with transaction.atomic():
+                        conflicts += _record(tenant, older, newer, verdict) is not None
+                elif verdict.label == DUPLICATE and older.scope == newer.scope:
+                    with transaction.atomic():
+                        joined += _join_later(tenant, older, newer, similarity or 1.0)
+                    if newer.pk == fact.pk:
+                        break  # this fact is gone into the older one
+    return CheckResult(checked=checked, conflicts=conflicts, joined=joined)
+
+
+def _join_later(tenant: Tenant, older: Fact, newer: Fact, similarity: float) -> bool:
+    """A duplicate found after both were stored: the newer joins the older and leaves recall."""
+    newer = Fact.objects.for_tenant(tenant).select_for_update().get(pk=newer.pk)
+    if newer.status != Status.ACTIVE:
+        return False
+    fact_join(tenant=tenant, fact=older, content=newer.content, tags=newer.tags, actor=JOB,
+              similarity=round(similarity, 4))  # fmt: skip
+    newer.status, newer.superseded_by = Status.SUPERSEDED, older
+    newer.save(update_fields=["status", "superseded_by", "updated_at"])
+    _set_status_event(tenant, newer, EventAction.SUPERSEDE, JOB, before={"status": "active"},
+                      after={"status": "superseded", "superseded_by": older.pk,
+                             "reason": "duplicate"})  # fmt: skip
+    return True
+
+
+def conflicts_check_pending(*, tenant: Tenant, limit: int = CHECK_BATCH) -> CheckResult:
+    """Check the tenant's embedded facts that were never checked, or changed since: new facts
+    after the worker embedded them, and (the sweep) facts stored before conflicts were looked
+    for. Returns what it did; call again while `checked` is `limit`."""
+    started = timezone.now()
+    with tenant_scope(tenant):
+        scan, _ = ConflictScan.objects.for_tenant(tenant).get_or_create(defaults={"tenant": tenant})
+        last_at: datetime = scan.at
+        pending = (
+            Fact.objects.for_tenant(tenant)
+            .filter(status=Status.ACTIVE, kind=Kind.FACT)
+            .exclude(embedding_model="")
+            .filter(
+                Q(pk__gt=scan.last_fact_id) | Q(updated_at__gt=last_at, pk__lte=scan.last_fact_id)
+            )
+            .order_by("pk")
+            .values_list("pk", flat=True)[:limit]
+        )
+        ids = list(pending)
+    result = conflicts_check(tenant=tenant, fact_ids=ids) if ids else CheckResult(0, 0, 0)
+    with tenant_scope(tenant):
+        changes: dict[str, Any] = {}
+        if ids:
+            changes["last_fact_id"] = max(scan.last_fact_id, ids[-1])
+        if len(ids) < limit:
+            changes["at"] = started
+        if changes:
+            ConflictScan.objects.for_tenant(tenant).filter(pk=scan.pk).update(**changes)
+    return result
+
+
+def tenants_with_unchecked_facts() -> list[int]:
+    """Tenants with embedded facts stored after their last conflict check."""
+    with all_tenants_scope("conflict sweep"):
+        checked = dict(ConflictScan.objects.all_tenants().values_list("tenant_id", "last_fact_id"))
+        newest = (
+            Fact.objects.all_tenants()
+            .filter(status=Status.ACTIVE, kind=Kind.FACT)
+            .exclude(embedding_model="")
+            .order_by()
+            .values("tenant_id")
+            .annotate(newest=Max("id"))
+        )
+        return [
+            row["tenant_id"] for row in newest if row["newest"] > checked.get(row["tenant_id"], 0)
+        ]
+
+
+# -- decisions --------------------------------------------------------------------------------
+
+
+DECISIONS = tuple(ConflictResolution.values)
+
+
+def _resolve(
+    tenant: Tenant, conflict: Conflict, decision: str, actor: Actor, note: str
+) -> Conflict:
+    a = Fact.objects.for_tenant(tenant).select_for_update().get(pk=conflict.fact_a_id)
+    b = Fact.objects.for_tenant(tenant).select_for_update().get(pk=conflict.fact_b_id)
+    older, newer = _newer(a, b)
+    if decision == ConflictResolution.SUPERSEDE:
+        if older.status not in (Status.ACTIVE, Status.ARCHIVED):
+            raise InvalidInput(
+                "decision", f"fact {older.pk} is {older.status}: nothing to supersede"
+            )
+        before = {"status": older.status, "trust_score": older.trust_score}
+        older.status, older.superseded_by = Status.SUPERSEDED, newer
+        older.trust_score = round(max(0.0, older.trust_score - TRUST_SUPERSEDED), 6)
+        older.save(update_fields=["status", "superseded_by", "trust_score", "updated_at"])
+        after = {"status": "superseded", "superseded_by": newer.pk,
+                 "trust_score": older.trust_score, "conflict": conflict.pk}  # fmt: skip
+        _set_status_event(tenant, older, EventAction.SUPERSEDE, actor, before=before, after=after)
+    conflict.status = ConflictStatus.RESOLVED
+    conflict.resolution = decision
+    conflict.note = note
+    conflict.resolved_by = str(actor)
+    conflict.resolved_at = timezone.now()
+    conflict.save(update_fields=["status", "resolution", "note", "resolved_by", "resolved_at"])
+    for fact, other in ((a, b), (b, a)):
+        _set_status_event(tenant, fact, EventAction.CONFLICT, actor,
+                          after={"conflict": conflict.pk, "with": other.pk, "decision": decision,
+                                 "note": note})  # fmt: skip
+    return conflict
+
+
+def conflict_resolve(
+    *, tenant: Tenant, conflict_id: Any, decision: Any, actor: Actor, note: Any = ""
+) -> Conflict:
+    """Decide an open conflict: `keep_both`, `supersede` (the older by the newer) or
+    `dismiss` (not a conflict). Audited on both facts."""
+    if decision not in DECISIONS:
+        raise InvalidInput("decision", f"must be one of {', '.join(DECISIONS)}")
+    if note is None:
+        note = ""
+    if not isinstance(note, str) or len(note) > 1000:
+        raise InvalidInput("note", "must be text of at most 1000 characters")
+    with tenant_scope(tenant), transaction.atomic():
+        conflict = (
+            Conflict.objects.for_tenant(tenant)
+            .select_for_update()
+            .filter(pk=_conflict_id(conflict_id))
+            .first()
+        )
+        if conflict is None:
+            raise NotFound("conflict", conflict_id)
+        if conflict.status != ConflictStatus.OPEN:
+            raise InvalidInput("decision", f"conflict {conflict.pk} was decided already")
+        return _resolve(tenant, conflict, decision, actor, note.strip())
+
+
+def _conflict_id(value: Any) -> int:
+    if isinstance(value, bool):
+        raise InvalidInput("conflict_id", "must be a whole number")
+    try:
+        ident = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInput("conflict_id", "must be a whole number") from None
+    if not 0 < ident < 2**63:
+        raise NotFound("conflict", value)
+    return ident
+
+
+# -- reads ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConflictPage:
+    conflicts: list[Conflict]
+    next_cursor: int | None
+
+
+def _conflicts(tenant: Tenant) -> QuerySet[Conflict]:
+    return Conflict.objects.for_tenant(tenant).select_related("fact_a", "fact_b")
+
+
+def conflict_list(
+    *, tenant: Tenant, status: str | None = ConflictStatus.OPEN, fact_id: int | None = None,
+    limit: int = 50, cursor: int | None = None,
+) -> ConflictPage:  # fmt: skip
+    """Conflicts, newest first; `status` None for all. `cursor`: the id a page ended before."""
+    if status is not None and status not in ConflictStatus.values:
+        raise InvalidInput("status", f"must be one of {', '.join(ConflictStatus.values)}")
+    with tenant_scope(tenant):
+        rows = _conflicts(tenant)
+        if status is not None:
+            rows = rows.filter(status=status)
+        if fact_id is not None:
+            rows = rows.filter(Q(fact_a_id=fact_id) | Q(fact_b_id=fact_id))
+        if cursor is not None:
+            rows = rows.filter(pk__lt=cursor)
+        page = list(rows.order_by("-pk")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    return ConflictPage(conflicts=page, next_cursor=page[-1].pk if more and page else None)
+
+
+def conflict_get(*, tenant: Tenant, conflict_id: Any) -> Conflict:
+    with tenant_scope(tenant):
+        conflict = _conflicts(tenant).filter(pk=_conflict_id(conflict_id)).first()
+    if conflict is None:
+        raise NotFound("conflict", conflict_id)
+    return conflict

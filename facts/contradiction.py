@@ -1,0 +1,445 @@
+"""Whether two statements contradict each other, say the same, or are merely compatible.
+
+Rules, in Chinese and English, over the two texts (and, when known, the cosine of their
+vectors). Two statements are about the same thing when they share most of their content words;
+they disagree when, on top of that:
+
+- one is negated and the other is not ("Carol is vegetarian" / "Carol is not vegetarian",
+  李娜吃素 / 李娜不吃素), or one says the opposite word (likes / hates, 同意 / 反对);
+- they give different numbers, times or dates for the same thing (64 GB / 128 GB, Friday /
+  Thursday, 三月三日 / 四月十二日);
+- they give a different value in the same frame: the same words around one or two that differ,
+  and those are names or things rather than a rewording ("Bob lives in Berlin" / "Bob lives in
+  Munich", 老王喜欢喝绿茶 / 老王喜欢喝咖啡).
+
+An addition ("Anna is free on Friday too", 也, 还) is not a disagreement. Without a
+disagreement, the same text (up to case, width, spacing and punctuation) or a vector at least
+`duplicate_threshold` close is a duplicate. Pure functions: no database, no model.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import cache
+from typing import Any
+
+CONTRADICT, DUPLICATE, COMPATIBLE = "contradict", "duplicate", "compatible"
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN_RUN = re.compile(f"[{_HAN}]+")
+_PUNCT = re.compile(r"[\W_]+", re.UNICODE)
+
+# -- English -------------------------------------------------------------------------------------
+
+_EN_NEGATION = frozenset(
+    "not no never none nobody nothing neither nor cannot cant dont doesnt didnt isnt arent wasnt "
+    "werent wont wouldnt shouldnt couldnt hasnt havent hadnt without".split()
+)
+_EN_NEGATED = {"hate": "like", "dislike": "like", "disagree": "agree", "refuse": "accept",
+               "unavailable": "available", "unable": "able"}  # fmt: skip
+_EN_STOP = frozenset(
+    """a an the and or but of to in on at for with by from as is are was were be been being am
+    do does did has have had will would shall should can could may might must so very just
+    also too than then there here this that these those it its i you he she we they me him her
+    us them my your his our their what which who whom whose when where why how all any some
+    each every into onto about after before again s t d ll re ve m o clock
+    currently now still already""".split()
+)
+_EN_ADDITIVE = frozenset({"too", "also", "additionally", "besides"})
+_EN_NUMBERS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100,
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10, "twelfth": 12, "fifteenth": 15, "twentieth": 20,
+    "single": 1, "a couple": 2, "dozen": 12, "half": 0.5,
+}  # fmt: skip
+_EN_WEEKDAYS = {
+    d: f"weekday:{i}"
+    for i, names in enumerate(
+        ["monday mon", "tuesday tue tues", "wednesday wed", "thursday thu thurs",
+         "friday fri", "saturday sat", "sunday sun"]
+    )
+    for d in names.split()
+}  # fmt: skip
+_EN_MONTHS = {
+    m: f"month:{i}"
+    for i, names in enumerate(
+        ["january jan", "february feb", "march mar", "april apr", "may", "june jun",
+         "july jul", "august aug", "september sep sept", "october oct", "november nov",
+         "december dec"], 1
+    )
+    for m in names.split()
+}  # fmt: skip
+# Words whose swap is a rewording, not another value: verbs of being, having, liking, doing.
+_EN_VERBISH = frozenset(
+    """live living lived reside base work employ employed job like enjoy love fond prefer
+    rather want own owns have get got take took go goes went come came use using used make
+    made start started join joined finish finished attend leave left arrive land depart
+    happen take place hold fit seat accommodate host run running stay keep drink eat read
+    commute travel drive driving ride buy bought bring able free available schedule
+    scheduled plan planned set due valid last lasts spend speak speaks speaking person
+    people folk kid kids child children someone thing""".split()
+)
+_EN_ANTONYMS = [
+    ("like", "hate"), ("love", "hate"), ("like", "dislike"), ("enjoy", "hate"),
+    ("open", "closed"), ("open", "close"), ("left", "right"), ("agree", "disagree"),
+    ("approve", "reject"), ("accept", "refuse"), ("accept", "reject"), ("win", "lose"),
+    ("increase", "decrease"), ("true", "false"), ("early", "late"), ("before", "after"),
+    ("always", "never"), ("alone", "with"), ("married", "single"), ("present", "absent"),
+    ("pass", "fail"), ("allow", "forbid"), ("allowed", "forbidden"), ("on", "off"),
+    ("work", "vacation"), ("working", "vacation"), ("support", "oppose"),
+]  # fmt: skip
+
+# -- Chinese -------------------------------------------------------------------------------------
+
+_ZH_NEGATION = frozenset(
+    "不 没 没有 未 无 别 非 不再 从不 从来不 并不 并非 不是 不会 不能 不用 甭".split()
+)
+_ZH_NOT_NEGATION = frozenset(
+    "不错 不过 不同 不久 不少 不断 不仅 不如 不管 不但 不然 不得不 不足 没错 无论 非常 "
+    "别人 别的".split()
+)
+# Words that say "not X": 讨厌 is 不喜欢, so 讨厌 / 不喜欢 agree and 讨厌 / 喜欢 disagree.
+_ZH_NEGATED = {"讨厌": "喜欢", "反对": "同意", "拒绝": "同意"}
+_ZH_STOP = frozenset(
+    """的 了 是 在 和 与 及 着 或 就 都 而 把 被 让 给 对 从 到 向 于 之 其 这 那 我 你 他 她 它
+    我们 你们 他们 她们 这个 那个 很 太 更 最 已经 曾经 过 现在 目前 每天 天天 一个 个 吗 呢 吧
+    啊 呀 哦 会 要 能 可以 得 地 为 由 所 用 啦 嘛 位 名 每个 每 一 里 上 定 在""".split()
+)
+_ZH_ADDITIVE = frozenset("也 还 另外 此外 同时 另".split())
+_ZH_ANTONYMS = [
+    ("喜欢", "讨厌"), ("爱", "讨厌"), ("同意", "反对"), ("支持", "反对"), ("批准", "拒绝"),
+    ("接受", "拒绝"), ("赢", "输"), ("增加", "减少"), ("开门", "关门"), ("左撇子", "右撇子"),
+    ("左手", "右手"), ("早", "晚"), ("有空", "没空"), ("上班", "休假"), ("真", "假"),
+    ("已婚", "未婚"), ("单身", "已婚"), ("通过", "否决"), ("允许", "禁止"),
+]  # fmt: skip
+_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+              "七": 7, "八": 8, "九": 9}  # fmt: skip
+_ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_ZH_NUMERAL = re.compile("[零〇一二两三四五六七八九十百千万]+")
+_ZH_WEEKDAY = re.compile("(?:周|星期|礼拜)([一二三四五六日天])")
+_ZH_WEEKDAYS = {c: f"weekday:{i}" for i, c in enumerate("一二三四五六日")} | {"天": "weekday:6"}
+# Verbs and words of being whose swap is a rewording (工作 / 上班, 住 / 居住).
+_ZH_VERBISH_TAGS = frozenset({"v", "vd", "vi", "vg", "d", "ad", "p", "c", "u", "uj", "ul", "y"})
+
+_ZH_NUMBER_TAGS = frozenset({"m", "mq", "t", "q"})
+_ZH_DATE_UNITS = frozenset("年月日号点")
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def _zh_number(text: str) -> float | None:
+    if not text or any(c not in _ZH_DIGITS and c not in _ZH_UNITS for c in text):
+        return None
+    if not any(c in _ZH_UNITS for c in text):
+        # 二〇二七: digit by digit
+        return float("".join(str(_ZH_DIGITS[c]) for c in text))
+    total, section, digit = 0, 0, 0
+    for char in text:
+        if char in _ZH_DIGITS:
+            digit = _ZH_DIGITS[char]
+        else:
+            unit = _ZH_UNITS[char]
+            if unit == 10000:
+                total += (section + digit) * unit
+                section = 0
+            else:
+                section += (digit or 1) * unit
+            digit = 0
+    return float(total + section + digit)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """What the rules need of one text."""
+
+    words: frozenset[str]  # content words, lightly normalised
+    sequence: tuple[str, ...]  # the same, in order (a value swap keeps the frame in place)
+    values: frozenset[str]  # numbers, times, weekdays, months
+    negated: bool
+    additive: bool
+    capitals: frozenset[str]  # words written with a capital (names)
+    verbish: frozenset[str]  # content words that are verbs, adverbs or words of being
+    text: str  # case, width, spacing and punctuation folded
+
+
+def _stem(word: str) -> str:
+    word = word.strip("'’")
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2] if not word.endswith("ied") else word[:-3] + "y"
+    return word
+
+
+@cache
+def _zh_tagger() -> Any:
+    from facts.extract import _pos_tokenizer
+
+    return _pos_tokenizer()
+
+
+def fold(text: str) -> str:
+    """Case, width, spacing and punctuation folded: the 'same normalised text' key."""
+    return _PUNCT.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+@cache
+def statement(text: str) -> Statement:
+    normalized = unicodedata.normalize("NFKC", text)
+    words: set[str] = set()
+    sequence: list[str] = []
+    values: set[str] = set()
+    capitals: set[str] = set()
+    verbish: set[str] = set()
+    negations = 0
+    additive = False
+    # Chinese runs: weekdays, then jieba tokens with their tags.
+    for run in _HAN_RUN.finditer(normalized):
+        chunk = run.group()
+        for match in _ZH_WEEKDAY.finditer(chunk):
+            values.add(_ZH_WEEKDAYS[match.group(1)])
+        chunk = _ZH_WEEKDAY.sub(" ", chunk)
+        for piece in chunk.split():
+            for token in _zh_tagger().cut(piece, HMM=False):
+                word, flag = token.word, token.flag
+                if word in _ZH_NOT_NEGATION:
+                    words.add(word)
+                    sequence.append(word)
+                    continue
+                if word in _ZH_NEGATED:
+                    negations += 1
+                    word = _ZH_NEGATED[word]
+                if word in _ZH_NEGATION or (
+                    len(word) <= 3 and word[0] in "不没" and word not in _ZH_NOT_NEGATION
+                ):
+                    negations += 1
+                    rest = word[1:] if word not in _ZH_NEGATION else ""
+                    if rest.startswith("有"):
+                        rest = rest[1:]
+                    if rest:
+                        words.add(rest)
+                        sequence.append(rest)
+                    continue
+                if word in _ZH_ADDITIVE:
+                    additive = True
+                    continue
+                head = _ZH_NUMERAL.match(word)
+                if head is not None and (head.end() == len(word) or flag in _ZH_NUMBER_TAGS):
+                    number = _zh_number(head.group())
+                    if number is not None:
+                        unit = word[head.end() : head.end() + 1]
+                        values.add(f"{number:g}{unit if unit in _ZH_DATE_UNITS else ''}")
+                        continue
+                if flag in ("m", "q", "mq") and len(word) == 1:
+                    continue  # a unit on its own: 元, 个
+                if word in _ZH_STOP or not word.strip():
+                    continue
+                words.add(word)
+                sequence.append(word)
+                if flag in _ZH_VERBISH_TAGS:
+                    verbish.add(word)
+    latin = _HAN_RUN.sub(" ", normalized)
+    for match in _NUMBER.finditer(latin):
+        values.add(match.group().replace(",", ""))
+    latin = _NUMBER.sub(" ", latin)
+    raw_words = re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)?", latin)
+    for raw in raw_words:
+        lower = raw.lower().replace("’", "'")
+        if lower == "o'clock":
+            continue
+        bare = lower.replace("'", "")
+        if bare in _EN_NEGATION or lower.endswith("n't"):
+            negations += 1
+            continue
+        if lower in _EN_ADDITIVE:
+            additive = True
+            continue
+        if lower in _EN_NUMBERS:
+            values.add(f"{_EN_NUMBERS[lower]:g}")
+            continue
+        if lower in _EN_WEEKDAYS:
+            values.add(_EN_WEEKDAYS[lower])
+            continue
+        if lower in _EN_MONTHS and (raw[0].isupper() or lower != "may"):
+            values.add(_EN_MONTHS[lower])
+            continue
+        if lower in ("am", "pm") or lower in _EN_STOP:
+            continue
+        word = _stem(lower)
+        if word in _EN_NEGATED:
+            negations += 1
+            word = _EN_NEGATED[word]
+        words.add(word)
+        sequence.append(word)
+        if raw[0].isupper():
+            capitals.add(word)
+        if word in _EN_VERBISH or lower in _EN_VERBISH:
+            verbish.add(word)
+    return Statement(
+        words=frozenset(words),
+        sequence=tuple(sequence),
+        values=frozenset(values),
+        negated=negations % 2 == 1,
+        additive=additive,
+        capitals=frozenset(capitals),
+        verbish=frozenset(verbish),
+        text=fold(text),
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str  # contradict | duplicate | compatible
+    reason: str  # negation, opposite, number, date, value; same text, similar; ""
+    score: float  # how sure, 0..1
+    # A disagreement plain enough to act on without a person (automatic supersede).
+    clear: bool = False
+
+
+_ANTONYMS = {
+    **{a: b for a, b in _EN_ANTONYMS},
+    **{b: a for a, b in _EN_ANTONYMS},
+    **{a: b for a, b in _ZH_ANTONYMS},
+    **{b: a for a, b in _ZH_ANTONYMS},
+}
+_ANTONYM_PAIRS = {frozenset(p) for p in _EN_ANTONYMS + _ZH_ANTONYMS}
+
+# Tuned on bench/data/conflicts_tune.jsonl (see bench/data/README.md).
+SAME_SUBJECT = 0.5  # share of the shorter statement's words the other also has
+VALUE_FRAME = 2  # words at least that the two share around a swapped value
+MAX_SWAP = 2  # words at most on each side that differ in a value swap
+NEGATION_JACCARD = 0.4  # words shared by a statement and its negation, of all their words
+# A vector close enough is a duplicate only when the words say so too: close vectors alone
+# also join compatible statements about one subject (王磊在阿里巴巴工作 / 王磊在风控部门 are
+# 0.96 apart in e5), and a join loses the second statement.
+DUPLICATE_JACCARD = 0.3
+
+
+def _opposites(a: Statement, b: Statement) -> bool:
+    only_a, only_b = a.words - b.words, b.words - a.words
+    return any(frozenset((x, y)) in _ANTONYM_PAIRS for x in only_a for y in only_b)
+
+
+def _dates(values: frozenset[str]) -> bool:
+    return any(
+        v.startswith(("weekday:", "month:")) or v.endswith(("月", "日", "号", "点")) for v in values
+    )
+
+
+def _adds_detail(extra_a: set[str], extra_b: set[str]) -> bool:
+    """One says all the other says and more (陈静有弟弟 / 陈静的弟弟在成都): not a duplicate."""
+    return bool(extra_a) != bool(extra_b)
+
+
+def _swap(sa: Statement, sb: Statement) -> tuple[list[str], list[str]] | None:
+    """The words that differ when everything else stands in the same order: one slot of at
+    most MAX_SWAP words on each side, inside a frame of at least VALUE_FRAME shared words."""
+    seq_a, seq_b = _refine(sa.sequence, sb.sequence), _refine(sb.sequence, sa.sequence)
+    matcher = SequenceMatcher(a=seq_a, b=seq_b, autojunk=False)
+    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    same = sum(i2 - i1 for tag, i1, i2, _, _ in matcher.get_opcodes() if tag == "equal")
+    if len(changes) != 1 or same < VALUE_FRAME:
+        return None
+    tag, i1, i2, j1, j2 = changes[0]
+    if tag != "replace" or i2 - i1 > MAX_SWAP or j2 - j1 > MAX_SWAP:
+        return None
+    if i1 == 0 and j1 == 0:
+        return None  # another subject saying the same (Alice / Bob prefers coffee)
+    swapped_a, swapped_b = list(seq_a[i1:i2]), list(seq_b[j1:j2])
+    if len(swapped_a) == len(swapped_b) and all(
+        _same_root(x, y) for x, y in zip(swapped_a, swapped_b, strict=True)
+    ):
+        return None  # another form of the same word (allergic / allergy)
+    return swapped_a, swapped_b
+
+
+def _same_root(a: str, b: str) -> bool:
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    return common >= 5 and common >= 0.7 * min(len(a), len(b))
+
+
+def _refine(sequence: tuple[str, ...], other: tuple[str, ...]) -> tuple[str, ...]:
+    """Chinese words split where the other statement has their first part as a word of its
+    own: 喝咖啡 against 喝 / 绿茶 becomes 喝 / 咖啡, so the two line up word for word."""
+    known = set(other)
+    refined: list[str] = []
+    for word in sequence:
+        if len(word) >= 2 and _HAN_RUN.fullmatch(word) and word not in known:
+            cut = next((k for k in range(len(word) - 1, 0, -1) if word[:k] in known), 0)
+            if cut:
+                refined += [word[:cut], word[cut:]]
+                continue
+        refined.append(word)
+    return tuple(refined)
+
+
+def pair_judge(
+    a: str, b: str, *, similarity: float | None = None, duplicate_threshold: float = 0.95
+) -> Verdict:
+    """Contradict, duplicate or compatible, with the reason and how sure."""
+    if fold(a) == fold(b):
+        return Verdict(DUPLICATE, "same text", 1.0)
+    sa, sb = statement(a), statement(b)
+    shared = sa.words & sb.words
+    smaller = min(len(sa.words), len(sb.words)) or 1
+    overlap = len(shared) / smaller
+    jaccard = len(shared) / (len(sa.words | sb.words) or 1)
+    only_a, only_b = sa.words - sb.words, sb.words - sa.words
+    additive = sa.additive or sb.additive
+    values_differ = bool(sa.values and sb.values and sa.values != sb.values)
+    if shared and overlap >= SAME_SUBJECT:
+        if sa.negated != sb.negated and jaccard >= NEGATION_JACCARD:
+            sure = round(0.5 + jaccard / 2, 3)
+            return Verdict(CONTRADICT, "negation", sure, clear=jaccard >= 0.6)
+        if sa.negated == sb.negated and not values_differ and _opposites(sa, sb):
+            return Verdict(CONTRADICT, "opposite", round(0.5 + jaccard / 2, 3), clear=True)
+        if (
+            values_differ
+            and not additive
+            and not (only_a - sa.verbish)
+            and not (only_b - sb.verbish)
+        ):
+            reason = "date" if _dates(sa.values | sb.values) else "number"
+            return Verdict(CONTRADICT, reason, round(0.5 + overlap / 2, 3), clear=True)
+        swap = _swap(sa, sb) if sa.negated == sb.negated and not additive else None
+        if (
+            swap is not None
+            and not values_differ
+            and len(swap[0]) == len(swap[1])
+            and set(swap[0]) - sa.verbish
+            and set(swap[1]) - sb.verbish
+        ):
+            return Verdict(
+                CONTRADICT, "value", round(0.4 + jaccard / 2, 3),
+                clear=len(swap[0]) == 1,
+            )  # fmt: skip
+    if (
+        similarity is not None
+        and similarity >= duplicate_threshold
+        and not values_differ
+        and sa.negated == sb.negated
+        and jaccard >= DUPLICATE_JACCARD
+        and (
+            similarity >= (1 + duplicate_threshold) / 2
+            or not _adds_detail(only_a - sa.verbish, only_b - sb.verbish)
+        )
+    ):
+        return Verdict(DUPLICATE, "similar", round(similarity, 3))
+    return Verdict(COMPATIBLE, "", round(jaccard, 3))

@@ -1,0 +1,265 @@
+"""Conflicts that become decisions, and near-duplicates that join the stored fact: with the real
+embedder (e5), the worker's check after embedding, the review decisions and their audit."""
+
+from __future__ import annotations
+
+import pytest
+
+from facts.conflicts import (
+    conflict_list,
+    conflict_resolve,
+    conflicts_check_pending,
+    tenants_with_unchecked_facts,
+)
+from facts.contradiction import pair_judge
+from facts.embedding import facts_embed_batch
+from facts.graph import fact_contradictions
+from facts.models import Conflict, ConflictScan, FactEvent
+from facts.selectors import fact_entities, fact_get
+from facts.services import fact_add, fact_import
+from retrieval.search import recall_search
+from tenants.errors import InvalidInput, NotFound
+from tenants.scope import tenant_scope
+from tenants.services import tenant_update_settings
+
+pytestmark = pytest.mark.django_db
+
+
+def _store(tenant, actor, *texts: str, **kwargs):
+    facts = [fact_add(tenant=tenant, content=t, actor=actor, **kwargs).fact for t in texts]
+    while facts_embed_batch(tenant=tenant):
+        pass
+    return facts
+
+
+def _worker(tenant) -> None:
+    """What the worker does after it embedded a tenant's facts."""
+    while facts_embed_batch(tenant=tenant):
+        pass
+    conflicts_check_pending(tenant=tenant)
+
+
+def _pairs(tenant) -> dict[frozenset[str], Conflict]:
+    return {
+        frozenset((c.fact_a.content, c.fact_b.content)): c
+        for c in conflict_list(tenant=tenant, status=None).conflicts
+    }
+
+
+def test_the_judge_tells_contradictions_duplicates_and_additions_apart() -> None:
+    cases = {
+        ("Carol is vegetarian.", "Carol is not vegetarian."): ("contradict", "negation"),
+        ("李娜吃素。", "李娜不吃素。"): ("contradict", "negation"),
+        ("The server has 64 GB of memory.", "The server has 128 GB of memory."): (
+            "contradict", "number"),
+        ("新版本三月三日发布。", "新版本四月十二日发布。"): ("contradict", "date"),
+        ("老王喜欢喝绿茶。", "老王喜欢喝咖啡。"): ("contradict", "value"),
+        ("Bob lives in Berlin.", "Bob lives in Munich."): ("contradict", "value"),
+        ("Anna is free on Thursday.", "Anna is free on Friday too."): ("compatible", ""),
+        ("Alice prefers black coffee.", "Bob prefers black coffee."): ("compatible", ""),
+        ("Mia has a dog.", "Mia walks her dog every evening."): ("compatible", ""),
+        ("Carol is vegetarian!", "carol is   VEGETARIAN"): ("duplicate", "same text"),
+    }  # fmt: skip
+    for (a, b), (label, reason) in cases.items():
+        verdict = pair_judge(a, b)
+        assert (verdict.label, verdict.reason) == (label, reason), (a, b, verdict)
+    # A close vector alone makes a duplicate only when nothing disagrees.
+    assert pair_judge("Jenny works at Google.", "Jenny is employed at Google.",
+                      similarity=0.97).label == "duplicate"  # fmt: skip
+    assert pair_judge("Bob lives in Berlin.", "Bob lives in Munich.",
+                      similarity=0.99).label == "contradict"  # fmt: skip
+
+
+def test_the_worker_records_conflicts_in_english_and_chinese(tenant, system_actor) -> None:
+    _store(tenant, system_actor, "Alice Chen prefers green tea.", "老王住在上海。",
+           "Alice Chen lives in Berlin.")  # fmt: skip
+    conflicts_check_pending(tenant=tenant)
+    _store(tenant, system_actor, "Alice Chen prefers black coffee.", "老王住在北京。",
+           "Alice Chen has two cats.")  # fmt: skip
+    assert _pairs(tenant) == {}, "recorded by the worker, not by the request"
+    assert tenants_with_unchecked_facts() == [tenant.pk]
+    result = conflicts_check_pending(tenant=tenant)
+    assert result.checked == 3
+    pairs = _pairs(tenant)
+    assert set(pairs) == {
+        frozenset(("Alice Chen prefers green tea.", "Alice Chen prefers black coffee.")),
+        frozenset(("老王住在上海。", "老王住在北京。")),
+    }
+    assert all(c.status == "open" and c.reason == "value" for c in pairs.values())
+    assert tenants_with_unchecked_facts() == []
+    # The Hermes `contradict` action reads the same records.
+    assert {frozenset((p.fact_a.content, p.fact_b.content))
+            for p in fact_contradictions(tenant=tenant)} == set(pairs)  # fmt: skip
+    # Checking again records nothing twice.
+    assert conflicts_check_pending(tenant=tenant).conflicts == 0
+
+
+def test_the_sweep_finds_conflicts_among_facts_stored_before(tenant, system_actor) -> None:
+    _store(tenant, system_actor, "The demo is on Friday.", "The demo is on Thursday.",
+           "Kevin likes spicy food.", "Kevin doesn't like spicy food.")  # fmt: skip
+    result = conflicts_check_pending(tenant=tenant)
+    assert result.conflicts == 2
+    assert {c.reason for c in _pairs(tenant).values()} == {"date", "negation"}
+
+
+def test_supersede_retires_the_older_fact_and_audits_both(tenant, system_actor, owner_actor):
+    older, newer = _store(tenant, system_actor, "Bob lives in Berlin.", "Bob lives in Munich.")
+    conflicts_check_pending(tenant=tenant)
+    (conflict,) = _pairs(tenant).values()
+    decided = conflict_resolve(tenant=tenant, conflict_id=conflict.pk, decision="supersede",
+                               note="he moved in May", actor=owner_actor)  # fmt: skip
+    assert (decided.status, decided.resolution, decided.note) == ("resolved", "supersede",
+                                                                  "he moved in May")  # fmt: skip
+    retired = fact_get(tenant=tenant, fact_id=older.pk)
+    assert retired.status == "superseded" and retired.superseded_by_id == newer.pk
+    assert retired.trust_score == pytest.approx(0.3)
+    hits = recall_search(tenant=tenant, query="Where does Bob live?", min_trust=0).hits
+    assert [h.fact.pk for h in hits] == [newer.pk], "the older leaves recall"
+    with tenant_scope(tenant):
+        events = FactEvent.objects.for_tenant(tenant)
+        assert events.filter(fact_id=older.pk, action="supersede", actor=str(owner_actor)).exists()
+        assert events.filter(fact_id=newer.pk, action="conflict").count() == 1
+        assert events.filter(fact_id=older.pk, action="conflict").count() == 1
+    assert fact_contradictions(tenant=tenant) == []
+    with pytest.raises(InvalidInput) as problem:
+        conflict_resolve(tenant=tenant, conflict_id=conflict.pk, decision="dismiss",
+                         actor=owner_actor)  # fmt: skip
+    assert "decided already" in problem.value.message
+
+
+def test_keep_both_and_dismiss_leave_the_facts_for_good(tenant, system_actor, owner_actor):
+    _store(tenant, system_actor, "Carol is vegetarian.", "Carol is not vegetarian.",
+           "The meeting room holds 12 people.", "The meeting room holds 20 people.")  # fmt: skip
+    conflicts_check_pending(tenant=tenant)
+    pairs = list(_pairs(tenant).values())
+    assert len(pairs) == 2
+    conflict_resolve(tenant=tenant, conflict_id=pairs[0].pk, decision="keep_both",
+                     actor=owner_actor)  # fmt: skip
+    conflict_resolve(tenant=tenant, conflict_id=pairs[1].pk, decision="dismiss",
+                     actor=owner_actor)  # fmt: skip
+    for c in pairs:
+        assert fact_get(tenant=tenant, fact_id=c.fact_a_id).status == "active"
+        assert fact_get(tenant=tenant, fact_id=c.fact_b_id).status == "active"
+    with tenant_scope(tenant):  # the sweep starts over: every pair is judged again
+        ConflictScan.objects.for_tenant(tenant).update(last_fact_id=0)
+    conflicts_check_pending(tenant=tenant)
+    assert len(conflict_list(tenant=tenant, status="open").conflicts) == 0, "decided stays decided"
+    with pytest.raises(InvalidInput):
+        conflict_resolve(tenant=tenant, conflict_id=pairs[0].pk, decision="maybe",
+                         actor=owner_actor)  # fmt: skip
+
+
+def test_a_tenant_may_let_clear_newer_statements_supersede_at_once(tenant, system_actor):
+    tenant = tenant_update_settings(tenant=tenant, changes={"conflict_auto_supersede": 1},
+                                    actor=system_actor)  # fmt: skip
+    (older,) = _store(tenant, system_actor, "The standup starts at 9:30.")
+    conflicts_check_pending(tenant=tenant)
+    (newer,) = _store(tenant, system_actor, "The standup starts at 10:00.")
+    conflicts_check_pending(tenant=tenant)
+    (conflict,) = _pairs(tenant).values()
+    assert conflict.status == "resolved" and conflict.resolution == "supersede"
+    assert conflict.resolved_by == "job:conflicts"
+    assert fact_get(tenant=tenant, fact_id=older.pk).status == "superseded"
+    assert fact_get(tenant=tenant, fact_id=newer.pk).status == "active"
+
+
+def test_a_near_duplicate_joins_the_stored_fact(tenant, system_actor) -> None:
+    (first,) = _store(tenant, system_actor, "Marcus is allergic to peanuts.", tags=["health"],
+                      scope="user:marcus")  # fmt: skip
+    joined = fact_add(tenant=tenant, content="Marcus is allergic to peanuts!!", actor=system_actor,
+                      tags=["food"], scope="user:marcus")  # fmt: skip
+    assert joined.status == "joined" and joined.fact.pk == first.pk
+    assert joined.similarity is not None and joined.similarity > 0.95
+    fact = fact_get(tenant=tenant, fact_id=first.pk)
+    assert fact.mention_count == 2 and fact.tags == ["health", "food"]
+    paraphrase = fact_add(tenant=tenant, content="Marcus has an allergy to peanuts",
+                          actor=system_actor, scope="user:marcus")  # fmt: skip
+    assert (paraphrase.status, paraphrase.fact.pk) == ("joined", first.pk)
+    assert fact_get(tenant=tenant, fact_id=first.pk).mention_count == 3
+    with tenant_scope(tenant):
+        join = FactEvent.objects.for_tenant(tenant).filter(fact_id=first.pk, action="join")
+        assert join.count() == 2
+    # Not joined: a statement that disagrees, another scope, a turn.
+    assert fact_add(tenant=tenant, content="Marcus is not allergic to peanuts.",
+                    actor=system_actor, scope="user:marcus").status == "added"  # fmt: skip
+    assert fact_add(tenant=tenant, content="Marcus is allergic to peanuts!!",
+                    actor=system_actor, scope="user:other").status == "added"  # fmt: skip
+    turn = fact_add(tenant=tenant, content="Marcus is allergic to peanuts.", kind="turn",
+                    session_id="s1", actor=system_actor, scope="user:marcus")  # fmt: skip
+    assert turn.status == "added" and turn.fact.pk != first.pk
+
+
+def test_the_threshold_is_the_tenants_and_entities_of_a_join_are_linked(tenant, system_actor):
+    (first,) = _store(tenant, system_actor, "Jenny works at Google in Zurich.")
+    strict = tenant_update_settings(tenant=tenant, changes={"duplicate_threshold": 1.0},
+                                    actor=system_actor)  # fmt: skip
+    assert fact_add(tenant=strict, content="Jenny is employed by Google in Zurich.",
+                    actor=system_actor).status == "added"  # fmt: skip
+    loose = tenant_update_settings(tenant=tenant, changes={"duplicate_threshold": 0.9},
+                                   actor=system_actor)  # fmt: skip
+    joined = fact_add(tenant=loose, content="Jenny Wu works at Google in Zurich.",
+                      actor=system_actor)  # fmt: skip
+    assert joined.status == "joined" and joined.fact.pk == first.pk
+    assert "Jenny Wu" in {e.name for e in fact_entities(tenant=tenant, fact_id=first.pk)}
+
+
+def test_an_import_is_joined_later_by_the_worker(tenant, system_actor) -> None:
+    (first,) = _store(tenant, system_actor, "Diego speaks fluent German.")
+    conflicts_check_pending(tenant=tenant)
+    report = fact_import(tenant=tenant, lines=['{"content": "Diego speaks German fluently."}'],
+                         actor=system_actor)  # fmt: skip
+    assert report.counts["added"] == 1
+    _worker(tenant)
+    copy = fact_get(tenant=tenant, fact_id=report.lines[0].fact_id)
+    assert copy.status == "superseded" and copy.superseded_by_id == first.pk
+    assert fact_get(tenant=tenant, fact_id=first.pk).mention_count == 2
+
+
+def test_an_outsider_sees_and_decides_no_conflict(tenant, other_tenant, system_actor, owner_actor):
+    _store(tenant, system_actor, "Bob lives in Berlin.", "Bob lives in Munich.")
+    conflicts_check_pending(tenant=tenant)
+    _store(other_tenant, system_actor, "Bob lives in Berlin.")
+    conflicts_check_pending(tenant=other_tenant)
+    (conflict,) = _pairs(tenant).values()
+    assert conflict_list(tenant=other_tenant, status=None).conflicts == []
+    with pytest.raises(NotFound):
+        conflict_resolve(tenant=other_tenant, conflict_id=conflict.pk, decision="dismiss",
+                         actor=owner_actor)  # fmt: skip
+    assert fact_contradictions(tenant=other_tenant) == []
+
+
+def test_the_api_tells_the_caller_which_fact_it_joined_and_decides_conflicts(
+    tenant, system_actor, owner
+) -> None:
+    from tenants.services import apikey_create
+    from tests.api_fixtures import bearer, signed_in
+
+    key = bearer(apikey_create(tenant=tenant, name="hermes", actor=system_actor).token)
+    stored = key.post("/api/v1/facts", {"content": "Tom drives a Tesla."}, format="json").json()
+    _worker(tenant)
+    again = key.post("/api/v1/facts", {"content": "tom drives a tesla"}, format="json")
+    assert again.status_code == 200
+    body = again.json()
+    assert body["status"] == "joined" and body["fact"]["id"] == stored["fact"]["id"]
+    assert body["fact"]["mention_count"] == 2 and body["similarity"] > 0.95
+    key.post("/api/v1/facts", {"content": "Tom drives a Volvo."}, format="json")
+    _worker(tenant)
+    queue = key.get("/api/v1/conflicts").json()["results"]
+    assert [(c["fact_a"]["content"], c["fact_b"]["content"], c["reason"]) for c in queue] == [
+        ("Tom drives a Tesla.", "Tom drives a Volvo.", "value")
+    ]
+    refused = key.post(f"/api/v1/conflicts/{queue[0]['id']}/resolve",
+                       {"decision": "supersede"}, format="json")  # fmt: skip
+    assert refused.status_code == 403, "deciding is an admin's job"
+    admin = signed_in(owner)
+    bad = admin.post(f"/api/v1/tenants/acme/conflicts/{queue[0]['id']}/resolve",
+                     {"decision": "both"}, format="json")  # fmt: skip
+    assert bad.status_code == 400 and bad.json()["field"] == "decision"
+    url = f"/api/v1/tenants/acme/conflicts/{queue[0]['id']}/resolve"
+    decided = admin.post(url, {"decision": "supersede", "note": "sold the Tesla"}, format="json")
+    assert decided.status_code == 200
+    assert decided.json()["resolution"] == "supersede"
+    assert decided.json()["fact_a"]["status"] == "superseded"
+    assert key.get("/api/v1/conflicts").json()["results"] == []
+    history = key.get(f"/api/v1/facts/{stored['fact']['id']}/history").json()
+    assert {"create", "join", "supersede", "conflict"} == {e["action"] for e in history}
