@@ -47,7 +47,7 @@ from retrieval.vectors import embedder_for, serving_space
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
-from tenants.scope import all_tenants_scope, tenant_scope
+from tenants.scope import all_tenants_scope, scope_within, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def _set_status_event(tenant: Tenant, fact: Fact, action: str, actor: Actor, **v
 
 def _in_scope(scope: str, other: str) -> bool:
     """The same scope, or one inside the other (user:alice and user:alice/project:x)."""
-    return scope == other or other.startswith(f"{scope}/") or scope.startswith(f"{other}/")
+    return scope_within(other, scope) or scope_within(scope, other)
 
 
 # -- near-duplicates ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from django.db import models
 
-from tenants.scope import TenantScopeError, current_scope_limit
+from tenants.scope import TenantScopeError, current_scope_limit, scope_q
 
 if TYPE_CHECKING:
     from tenants.models import Tenant
@@ -36,9 +36,7 @@ class TenantQuerySet(models.QuerySet):
         limit = current_scope_limit()
         if limit and _has_scope(self.model):
             # A key limited to a scope prefix sees only that part of the tenant.
-            narrowed = narrowed.filter(
-                models.Q(scope=limit) | models.Q(scope__startswith=f"{limit}/")
-            )
+            narrowed = narrowed.filter(scope_q(limit))
         narrowed._tenant_checked = True
         return narrowed
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 if TYPE_CHECKING:
     from tenants.models import Tenant
@@ -125,8 +126,32 @@ def current_scope_limit() -> str:
     return _scope_limit.get()
 
 
+def scope_path(prefix: str | None) -> str:
+    """A scope prefix as written by a user or a tool, in its one canonical form ("" for none)."""
+    return (prefix or "").strip().strip("/")
+
+
 def scope_within(scope: str, prefix: str) -> bool:
+    """Whether `scope` lies under the path `prefix`: 'a:b' covers 'a:b/...', never 'a:b2'."""
+    prefix = scope_path(prefix)
     return not prefix or scope == prefix or scope.startswith(prefix + "/")
+
+
+def scope_q(prefix: str | None, field: str = "scope") -> Q:
+    """The ORM condition of `scope_within` (an empty Q, i.e. everything, for no prefix)."""
+    prefix = scope_path(prefix)
+    if not prefix:
+        return Q()
+    return Q(**{field: prefix}) | Q(**{f"{field}__startswith": f"{prefix}/"})
+
+
+def scope_sql(prefix: str | None, column: str = "scope") -> tuple[str, list[object]]:
+    """The raw-SQL condition of `scope_within`, with its parameters ("TRUE" for no prefix)."""
+    prefix = scope_path(prefix)
+    if not prefix:
+        return "TRUE", []
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"({column} = %s OR {column} LIKE %s)", [prefix, f"{escaped}/%"]
 
 
 def scope_limit_set(prefix: str) -> contextvars.Token[str]:
