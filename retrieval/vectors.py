@@ -213,19 +213,13 @@ def embedding_targets() -> list[tuple[Space, Embedder]]:
 def vector_switch_finish() -> str | None:
     """When the filling model has a vector for every active fact, it takes over. Returns its
     name when it did."""
-    from facts.models import Fact, Status
-    from tenants.scope import all_tenants_scope
+    from tenants import cross_tenant
 
     filling = VectorModel.objects.filter(state=VectorState.FILLING).first()
     if filling is None:
         return None
-    with transaction.atomic(), all_tenants_scope("embedding model switch"):
-        waiting = (
-            Fact.objects.all_tenants()
-            .filter(not_model(filling.name), status=Status.ACTIVE)
-            .exists()
-        )
-        if waiting:
+    with transaction.atomic():
+        if cross_tenant.tenants_unembedded(model=filling.name):
             return None
         now = timezone.now()
         VectorModel.objects.filter(state=VectorState.SERVING).update(
@@ -241,23 +235,24 @@ def vector_switch_finish() -> str | None:
 
 def vector_models_cleanup(*, batch: int = 5000) -> int:
     """Delete the vectors and index of models retired long enough ago. Returns rows deleted."""
-    from tenants.scope import all_tenants_scope
+    from tenants.models import Tenant
+    from tenants.scope import tenant_scope
 
     deleted = 0
     cutoff = timezone.now() - RETIRED_GRACE
     for model in VectorModel.objects.filter(state=VectorState.RETIRED, retired_at__lte=cutoff):
-        while True:
-            with transaction.atomic(), all_tenants_scope("retired embedding model"):
-                with connection.cursor() as cursor:
+        for tenant_id in Tenant.objects.order_by("pk").values_list("pk", flat=True):
+            while True:
+                with tenant_scope(tenant_id), connection.cursor() as cursor:
                     cursor.execute(
                         "DELETE FROM facts_factvector WHERE id IN (SELECT id FROM "
-                        "facts_factvector WHERE model = %s LIMIT %s)",
-                        [model.name, batch],
+                        "facts_factvector WHERE tenant_id = %s AND model = %s LIMIT %s)",
+                        [tenant_id, model.name, batch],
                     )
                     count = cursor.rowcount
-            deleted += count
-            if count < batch:
-                break
+                deleted += count
+                if count < batch:
+                    break
         _drop_index(model.name)
         model.delete()
         logger.info("embedding model %s retired: %s vectors deleted", model.name, deleted)
@@ -275,14 +270,17 @@ class SwitchProgress:
 def vector_switch_progress() -> SwitchProgress:
     """How far the configured model is: for `mnemosyne embedder` and the dashboard."""
     from facts.models import Fact, Status
-    from tenants.scope import all_tenants_scope
+    from tenants.models import Tenant
+    from tenants.scope import tenant_scope
 
     rows = {m.state: m.name for m in VectorModel.objects.exclude(state=VectorState.RETIRED)}
     target = rows.get(VectorState.FILLING) or rows.get(VectorState.SERVING)
-    with all_tenants_scope("embedding progress"):
-        active = Fact.objects.all_tenants().filter(status=Status.ACTIVE)
-        total = active.count()
-        done = active.filter(embedding_model=target).count() if target else 0
+    total = done = 0
+    for tenant_id in Tenant.objects.order_by("pk").values_list("pk", flat=True):
+        with tenant_scope(tenant_id):
+            active = Fact.objects.for_tenant(tenant_id).filter(status=Status.ACTIVE)
+            total += active.count()
+            done += active.filter(embedding_model=target).count() if target else 0
     return SwitchProgress(rows.get(VectorState.SERVING), rows.get(VectorState.FILLING), total, done)
 
 
