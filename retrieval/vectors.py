@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 # well past that, so no process is left asking a model whose vectors are gone.
 SERVING_CACHE_S = 10.0
 RETIRED_GRACE = timedelta(minutes=2)
-HNSW_OPTIONS = "WITH (m = 16, ef_construction = 64)"
+# HNSW options: m = 16, ef_construction = 64 (in mnemosyne_vector_index_create, tenants 0005).
 
 
 class VectorModelMismatch(EmbedderError):
@@ -61,29 +61,22 @@ def not_model(name: str) -> Q:
     return Q(embedding_model__lt=name) | Q(embedding_model__gt=name)
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _create_index(space: Space) -> None:
-    # CONCURRENTLY keeps facts writable while the index is built, but cannot run inside a
-    # transaction; the model is new, so there is nothing to index yet either way.
-    concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
+    # The runtime role owns no table: the owner's function builds the index (not CONCURRENTLY,
+    # which a function cannot do; the model is new, so the index holds nothing yet).
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [index_name(space.name)])
         if cursor.fetchone():
             return
         cursor.execute(
-            f"CREATE INDEX {concurrently}IF NOT EXISTS {index_name(space.name)} "
-            f"ON facts_factvector USING hnsw ((embedding::vector({int(space.dimension)})) "
-            f"vector_cosine_ops) {HNSW_OPTIONS} WHERE model = {_literal(space.name)}"
+            "SELECT mnemosyne_vector_index_create(%s, %s, %s)",
+            [index_name(space.name), space.name, int(space.dimension)],
         )
 
 
 def _drop_index(name: str) -> None:
-    concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP INDEX {concurrently}IF EXISTS {index_name(name)}")
+        cursor.execute("SELECT mnemosyne_vector_index_drop(%s)", [index_name(name)])
 
 
 # -- the registry -----------------------------------------------------------------------------

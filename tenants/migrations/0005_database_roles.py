@@ -127,6 +127,33 @@ FUNCTIONS = {
       OR (j.status = 'running' AND j.updated_at < running_before)
    ORDER BY j.id""",
     ),
+    # A new embedding model's HNSW index (retrieval.vectors): DDL on a table the runtime role
+    # does not own, so the owner builds it. The name and options follow retrieval.vectors.
+    "mnemosyne_vector_index_create(text, text, integer)": f"""
+CREATE OR REPLACE FUNCTION mnemosyne_vector_index_create(index text, model text, dimension integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE {DEFINER} AS $$
+BEGIN
+  IF index !~ '^factvector_hnsw_[0-9a-f]{{12}}$' THEN
+    RAISE EXCEPTION 'not an embedding model index name: %', index;
+  END IF;
+  IF dimension IS NULL OR dimension < 1 OR dimension > 16000 THEN
+    RAISE EXCEPTION 'dimension must be 1 to 16000, got %', dimension;
+  END IF;
+  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON facts_factvector USING hnsw '
+                 '((embedding::vector(%s)) vector_cosine_ops) WITH (m = 16, ef_construction = 64) '
+                 'WHERE model = %L', index, dimension, model);
+END $$""",
+    "mnemosyne_vector_index_drop(text)": f"""
+CREATE OR REPLACE FUNCTION mnemosyne_vector_index_drop(index text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE {DEFINER} AS $$
+BEGIN
+  IF index !~ '^factvector_hnsw_[0-9a-f]{{12}}$' THEN
+    RAISE EXCEPTION 'not an embedding model index name: %', index;
+  END IF;
+  EXECUTE format('DROP INDEX IF EXISTS %I', index);
+END $$""",
     # A whole tenant, audit trail included: the only way audit rows are ever removed. The
     # runtime role has no DELETE on the audit tables; here the append-only trigger lets this
     # tenant's rows go (app.deleting_tenant), and nothing else.
