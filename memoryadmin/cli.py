@@ -61,7 +61,15 @@ def main(argv: list[str] | None = None) -> None:
         settings.MNEMOSYNE_HOME  # noqa: B018 - load settings now, to report config errors plainly
     except ConfigError as error:
         sys.exit(f"mnemosyne: configuration error: {error}")
-    _autostart_embedded_database(argv[1] if len(argv) > 1 else "help")
+    command = argv[1] if len(argv) > 1 else "help"
+    _autostart_embedded_database(command)
+    if command == "migrate":
+        from memoryadmin.roles import as_owner
+
+        # Migrations run as the owner of the tables; the runtime role then gets its grants.
+        with as_owner():
+            execute_from_command_line(argv)
+        return
     execute_from_command_line(argv)
 
 
