@@ -42,6 +42,7 @@ from hermes_provider.outbox import Entry, Outbox
 logger = logging.getLogger("hermes_provider")
 
 SHUTDOWN_FLUSH_S = 10.0
+PROMPT_TIMEOUT_S = 5.0
 RETRY_MAX_S = 30.0
 BATCH = 50  # buffered writes per request
 MAX_CONTENT_CHARS = 16_384  # what one memory holds (the server counts characters)
@@ -396,9 +397,9 @@ class MnemosyneProvider(MemoryProvider):
         if self._state in ("off", "refused") or self._config is None:
             return ""
         try:
-            answer = self._request(
-                "prompt", self._profile(self._session_id), self._config.prefetch_timeout
-            )
+            # Once per session, before the first turn: it may wait a little longer than a turn.
+            timeout = max(self._config.prefetch_timeout, PROMPT_TIMEOUT_S)
+            answer = self._request("prompt", self._profile(self._session_id), timeout)
         except Unreachable as error:
             self._offline(error)
             return header + (
