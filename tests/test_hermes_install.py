@@ -86,7 +86,10 @@ def test_install_connects_the_profile_and_keeps_the_users_settings(
     assert config["toolsets"] == ["web", "memory"]
     section = config["plugins"]["mnemosyne"]
     assert section == {
-        "url": url, "api_key": key, "scope": "project:beta", "previous_provider": "holographic"
+        "url": url,
+        "api_key": key,
+        "scope": "project:beta",
+        "previous_provider": "holographic",
     }
 
     again = _mnemosyne("install", "--hermes-home", str(home), "--url", url, "--api-key", key)
@@ -101,9 +104,7 @@ def test_install_connects_the_profile_and_keeps_the_users_settings(
     assert (home / "config.yaml").read_text() == USERS_CONFIG  # as the user left it
 
 
-def test_install_refuses_an_unknown_key_and_changes_nothing(
-    home: Path, key: str, url: str
-) -> None:
+def test_install_refuses_an_unknown_key_and_changes_nothing(home: Path, key: str, url: str) -> None:
     done = _mnemosyne("install", "--hermes-home", str(home), "--url", url,
                       "--api-key", key[:-3] + "xyz")  # fmt: skip
     assert done.returncode == 1
