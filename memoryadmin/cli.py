@@ -1,4 +1,4 @@
-"""The `mnemosyne` command: `up`, `status`, `stop`, `mcp`, and every manage.py command.
+"""The `mnemosyne` command: `up`, `status`, `stop`, `mcp`, `hermes`, and every manage.py command.
 
 When the database is the embedded one, a command that needs it starts it first and stops it
 again when the command ends (unless it was already running, e.g. under `mnemosyne up`).
@@ -50,6 +50,11 @@ def main(argv: list[str] | None = None) -> None:
         from mcp_server.relay import main as relay
 
         sys.exit(relay(argv[2:]))
+    if len(argv) > 1 and argv[1] == "hermes":
+        # Connecting a Hermes profile needs the server's URL and a key: no database, no Django.
+        from hermes_provider.installer import main as hermes
+
+        sys.exit(hermes(argv[2:]))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
     from django.core.management import execute_from_command_line
 
