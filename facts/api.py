@@ -57,7 +57,10 @@ class FactOut(serializers.Serializer):
     unhelpful_count = serializers.IntegerField()
     retrieval_count = serializers.IntegerField()
     last_retrieved_at = serializers.DateTimeField(allow_null=True)
-    importance = serializers.FloatField()
+    importance = serializers.FloatField(
+        help_text="0-1 from feedback, retrievals, recency of use and trust; 1 when pinned"
+    )
+    pinned = serializers.BooleanField(help_text="always remember: never archived by retention")
     mention_count = serializers.IntegerField(
         help_text="how often it was stated: near-duplicates that joined it count too"
     )
@@ -108,6 +111,10 @@ class FactListQuery(StrictSerializer):
     created_before = serializers.DateTimeField(required=False)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
     cursor = serializers.CharField(required=False, max_length=500)
+    order = serializers.ChoiceField(
+        choices=[("newest", "newest first"), ("importance", "most important first")],
+        default="newest",
+    )
 
 
 class PageQuery(StrictSerializer):
@@ -136,6 +143,10 @@ class FactCreateIn(StrictSerializer):
         help_text="starting trust; omitted: the tenant's default_trust",
     )  # fmt: skip
     created_at = serializers.DateTimeField(required=False, help_text="when it was said or learnt")
+    pin = serializers.BooleanField(
+        required=False, source="pinned",
+        help_text="always remember: first among the known facts, never archived by retention",
+    )  # fmt: skip
 
 
 class FactCreatedOut(serializers.Serializer):
@@ -161,6 +172,10 @@ class FactUpdateIn(StrictSerializer):
     trust_delta = serializers.FloatField(
         required=False, min_value=-1, max_value=1, help_text="added to trust, clamped to [0, 1]"
     )
+    pin = serializers.BooleanField(
+        required=False, source="pinned",
+        help_text="true: always remember (importance 1, never archived); false: unpin",
+    )  # fmt: skip
 
 
 class FeedbackIn(StrictSerializer):
@@ -296,6 +311,7 @@ _FACT = {
     "retrieval_count": 3,
     "last_retrieved_at": "2026-12-02T10:00:00Z",
     "importance": 0.4,
+    "pinned": False,
     "mention_count": 1,
     "status": "active",
     "superseded_by": None,
@@ -350,6 +366,7 @@ class FactViewSet(TenantViewSet):
             created_before=query.get("created_before"),
             limit=query["limit"],
             cursor=query.get("cursor"),
+            order=query["order"],
         )
         return page(FactOut(result.facts, many=True).data, result.next_cursor)
 
@@ -419,6 +436,7 @@ class FactViewSet(TenantViewSet):
                 request_only=True,
             ),
             OpenApiExample("trust less", value={"trust_delta": -0.2}, request_only=True),
+            OpenApiExample("always remember", value={"pin": True}, request_only=True),
             OpenApiExample("changed", value=_FACT, response_only=True),
         ],
         tags=["facts"],
@@ -618,6 +636,7 @@ class EntityViewSet(TenantViewSet):
             status=_status(query["status"]),
             limit=query["limit"],
             cursor=query.get("cursor"),
+            order=query["order"],
         )
         return page(FactOut(result.facts, many=True).data, result.next_cursor)
 

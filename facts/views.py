@@ -49,7 +49,11 @@ class FactListPage(TenantPage):
         if data["q"].strip():
             return self._search(form)
         page = selectors.fact_list(
-            tenant=self.tenant, limit=PAGE_SIZE, cursor=data["cursor"] or None, **_filters(form)
+            tenant=self.tenant,
+            limit=PAGE_SIZE,
+            cursor=data["cursor"] or None,
+            order=data["order"] or "importance",
+            **_filters(form),
         )
         return self.render(
             "web/facts/list.html",
@@ -325,6 +329,20 @@ class FactFeedbackAction(_FactAction):
             "new": result.new_trust,
         }
         return self.done(fact_id, text)
+
+
+@tenant_page("facts/<id:fact_id>/pin", name="fact_pin", section="facts")
+class FactPinAction(_FactAction):
+    def post(self, request: HttpRequest, fact_id: int) -> HttpResponse:
+        pinned = request.POST.get("pinned")
+        if pinned not in ("true", "false"):
+            return self.refused(fact_id, InvalidInput("pinned", _("Say pin or unpin.")))
+        fact = services.fact_update(
+            tenant=self.tenant, fact_id=fact_id, actor=self.actor, pinned=pinned == "true"
+        )
+        if fact.pinned:
+            return self.done(fact_id, _("Pinned: always remembered, never archived."))
+        return self.done(fact_id, _("Unpinned: importance follows use again."))
 
 
 @tenant_page("facts/<id:fact_id>/remove", name="fact_remove", section="facts")

@@ -143,6 +143,7 @@ class RetentionOut(serializers.Serializer):
     max_active_facts = serializers.IntegerField(allow_null=True)
     purge_archived_after_days = serializers.IntegerField(allow_null=True)
     legal_hold = serializers.BooleanField(help_text="while set, nothing is archived or purged")
+    run_every_hours = serializers.IntegerField(help_text="beat runs the policy this often")
     updated_at = serializers.DateTimeField(allow_null=True)
 
 
@@ -171,7 +172,11 @@ class RetentionIn(StrictSerializer):
         required=False,
         help_text=_RETENTION_HELP["purge_archived_after_days"] + "; null: never",
     )
-    legal_hold = serializers.BooleanField(required=False)  # fmt: skip
+    legal_hold = serializers.BooleanField(required=False)
+    run_every_hours = serializers.IntegerField(
+        **services.retention_range("run_every_hours"), required=False,
+        help_text="how often beat runs the policy (1 to 720 hours; default 24)",
+    )  # fmt: skip
 
 
 class RetentionPreviewOut(serializers.Serializer):
@@ -491,6 +496,7 @@ _POLICY = {
     "max_active_facts": None,
     "purge_archived_after_days": 730,
     "legal_hold": False,
+    "run_every_hours": 24,
     "updated_at": "2026-12-02T09:30:00Z",
 }
 

@@ -561,6 +561,7 @@ RETENTION_LIMITS: dict[str, tuple[float, float, bool]] = {
     "archive_below_trust": (0.0, 1.0, False),
     "max_active_facts": (1, 1_000_000_000, True),
     "purge_archived_after_days": (1, 36500, True),
+    "run_every_hours": (1, 720, True),
 }
 
 
@@ -581,6 +582,8 @@ def retention_changes_validate(changes: Any) -> dict[str, Any]:
             continue
         if field not in RETENTION_LIMITS:
             raise InvalidInput(field, "unknown retention field")
+        if value is None and field == "run_every_hours":
+            raise InvalidInput(field, "must be a whole number of hours from 1 to 720")
         if value is None:
             continue
         low, high, integer = RETENTION_LIMITS[field]
