@@ -146,6 +146,63 @@ class FactExportPage(TenantPage):
         return response
 
 
+@tenant_page("facts/export-bundle", name="facts_export_bundle", section="facts")
+class FactBundleExportPage(TenantPage):
+    """The whole tenant as a bundle (a tar of its three files), audited."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        import tempfile
+        from pathlib import Path
+
+        from facts.transfer import bundle_tar_stream, tenant_export
+
+        folder = Path(tempfile.mkdtemp(prefix="mnemosyne-export-"))
+        tenant_export(tenant=self.tenant, out=folder / "bundle", actor=self.actor)
+        response = StreamingHttpResponse(
+            bundle_tar_stream(folder / "bundle", cleanup=folder), content_type="application/x-tar"
+        )
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        name = f"mnemosyne-{self.tenant.slug}-{stamp}.bundle.tar"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+@tenant_page("facts/import-bundle", name="facts_import_bundle", section="facts")
+class FactBundleImportAction(WriteAction):
+    """Import an uploaded bundle, all or nothing."""
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        import shutil
+        import tempfile
+        from pathlib import Path
+
+        from facts.bundles import BundleError
+        from facts.transfer import bundle_from_tar, tenant_import
+
+        upload = request.FILES.get("bundle")
+        folder = Path(tempfile.mkdtemp(prefix="mnemosyne-import-"))
+        try:
+            if upload is None:
+                raise InvalidInput("bundle", _("Choose a bundle file (.bundle.tar) to import."))
+            stem = bundle_from_tar(upload, folder)
+            summary = tenant_import(tenant=self.tenant, path=stem, actor=self.actor)
+        except BundleError as error:
+            messages.error(request, _("Refused, nothing imported: %(error)s") % {"error": error})
+        except InvalidInput as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(
+                request,
+                _("Imported: %(added)d facts added, %(exists)d already there, %(restored)d "
+                  "restored; %(embed)d to embed.")
+                % {"added": summary.added, "exists": summary.exists,
+                   "restored": summary.restored, "embed": summary.to_embed},
+            )  # fmt: skip
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return redirect(self.url("facts"))
+
+
 @tenant_page("facts/bulk", name="facts_bulk", section="facts")
 class FactBulkAction(WriteAction):
     """Remove the selected facts, or add a tag to them; each change is audited on its own."""

@@ -189,6 +189,10 @@ MNEMOSYNE_API_MAX_IMPORT_BYTES = env_int(
     "MNEMOSYNE_API_MAX_IMPORT_BYTES", 16 * 1024 * 1024, minimum=1024
 )
 # Django's own cap on request.body must not cut an import short; the API checks its limits first.
+# A bundle uploaded to `bundle/import` (a tar, spooled to disk as it arrives).
+MNEMOSYNE_API_MAX_BUNDLE_BYTES = env_int(
+    "MNEMOSYNE_API_MAX_BUNDLE_BYTES", 2 * 1024 * 1024 * 1024, minimum=1024
+)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(MNEMOSYNE_API_MAX_BODY_BYTES, MNEMOSYNE_API_MAX_IMPORT_BYTES)
 MNEMOSYNE_API_RATES = {
     "key": env_rate("MNEMOSYNE_API_RATE_KEY", "1200/minute"),

@@ -20,6 +20,7 @@ from drf_spectacular.views import (
 
 from facts.api import (
     AuditViewSet,
+    BundleViewSet,
     ConflictViewSet,
     DictionaryViewSet,
     EntityCurationViewSet,
@@ -72,6 +73,8 @@ def _tenant_routes() -> list[URLPattern]:
     return [
         path("facts", fact({"get": "list", "post": "create"}), name="facts"),
         path("facts/import", FactImportViewSet.as_view({"post": "create"}), name="facts-import"),
+        path("bundle/export", BundleViewSet.as_view({"get": "export"}), name="bundle-export"),
+        path("bundle/import", BundleViewSet.as_view({"post": "create"}), name="bundle-import"),
         path(
             "facts/<id:fact_id>",
             fact({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
@@ -149,6 +152,8 @@ def _tenant_routes() -> list[URLPattern]:
             RetentionViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
             name="retention",
         ),
+        path("retention/runs", RetentionViewSet.as_view({"get": "runs"}), name="retention-runs"),
+        path("retention/run", RetentionViewSet.as_view({"post": "run"}), name="retention-run"),
         path(
             "retention/preview",
             RetentionViewSet.as_view({"get": "preview"}),
