@@ -723,7 +723,6 @@ class EntityViewSet(TenantViewSet):
             status=_status(query["status"]),
             limit=query["limit"],
             cursor=query.get("cursor"),
-            order=query["order"],
         )
         return page(FactOut(result.facts, many=True).data, result.next_cursor)
 

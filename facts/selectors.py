@@ -503,6 +503,7 @@ def retention_preview(
             "max_active_facts",
             "purge_archived_after_days",
             "legal_hold",
+            "run_every_hours",
         )
     }
     if changes:

@@ -178,7 +178,7 @@ def test_archived_facts_come_back_from_their_bundle(tenant, owner_actor, setting
 def test_the_export_command_prints_a_summary(filled, tenant, tmp_path) -> None:
     out, err = StringIO(), StringIO()
     call_command("export", "acme", out=str(tmp_path / "b"), stdout=out, stderr=err)
-    assert "4 fact, 4 vector from acme" in out.getvalue()
+    assert "Exported 4 facts, 4 entities, 4 vectors from acme" in out.getvalue()
     assert "exporting [" in err.getvalue()
     with pytest.raises(CommandError, match="no tenant"):
         call_command("export", "nobody", out=str(tmp_path / "c"), stdout=out)

@@ -47,8 +47,11 @@ class Command(BaseCommand):
             since=since, progress=bar,
         )  # fmt: skip
         bar.close()
-        counts = ", ".join(f"{n:,} {kind}" for kind, n in summary.counts.items()) or "nothing"
+        names = {"fact": "facts", "entity": "entities", "vector": "vectors"}
+        counts = ", ".join(
+            f"{n:,} {names.get(kind, kind)}" for kind, n in summary.counts.items()
+        )
         self.stdout.write(
-            f"Exported {counts} from {tenant.slug} in {time.monotonic() - started:.1f} s: "
+            f"Exported {counts or 'nothing'} from {tenant.slug} in {time.monotonic() - started:.1f} s: "
             f"{summary.bytes / 1e6:.1f} MB at {out}.* (vectors of {summary.model})"
         )
