@@ -29,6 +29,11 @@ PLAIN: tuple[str, ...] = (
     _noop("each tag is at most 64 characters"),
     _noop("give content, category, tags, scope or trust_delta"),
     _noop("give what changes: content, scope, category or tags"),
+    _noop("give what changes: content, scope, category, tags or pin"),
+    _noop("give content, category, tags, scope, trust_delta or pin"),
+    _noop("must be a whole number of hours from 1 to 720"),
+    _noop("nothing to update: give content, category, tags, scope, trust_delta or pin"),
+    _noop("send the bundle as application/x-tar"),
     _noop("is longer than 200 characters"),
     _noop("is longer than 255 characters"),
     _noop("is nested too deeply"),
@@ -125,6 +130,11 @@ TEMPLATES: tuple[str, ...] = (
     _noop("must be one of %(codes)s, or empty for the browser's"),
     _noop("must be text of at most %(limit)s characters"),
     _noop("no entity is called %(name)s"),
+    _noop("not a tar of a bundle (%(error)s)"),
+    _noop("record of fact %(id)s lacks %(field)s"),
+    _noop("refused, nothing imported: %(error)s"),
+    _noop("the tar lacks %(missing)s"),
+    _noop("unexpected member %(name)s in the tar"),
     _noop(
         "segment %(segment)s is not type:name (e.g. user:alice/project:beta; the type is "
         "lowercase letters, digits, _ or -; the name has no spaces, '/' or ':')"

@@ -48,10 +48,9 @@ class Command(BaseCommand):
         )  # fmt: skip
         bar.close()
         names = {"fact": "facts", "entity": "entities", "vector": "vectors"}
-        counts = ", ".join(
-            f"{n:,} {names.get(kind, kind)}" for kind, n in summary.counts.items()
-        )
+        counts = ", ".join(f"{n:,} {names.get(kind, kind)}" for kind, n in summary.counts.items())
+        seconds = time.monotonic() - started
         self.stdout.write(
-            f"Exported {counts or 'nothing'} from {tenant.slug} in {time.monotonic() - started:.1f} s: "
+            f"Exported {counts or 'nothing'} from {tenant.slug} in {seconds:.1f} s: "
             f"{summary.bytes / 1e6:.1f} MB at {out}.* (vectors of {summary.model})"
         )
