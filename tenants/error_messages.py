@@ -130,6 +130,8 @@ TEMPLATES: tuple[str, ...] = (
     _noop("must be one of %(codes)s, or empty for the browser's"),
     _noop("must be text of at most %(limit)s characters"),
     _noop("no entity is called %(name)s"),
+    _noop("no holographic store at %(path)s"),
+    _noop("%(path)s is not a holographic store (%(error)s)"),
     _noop("not a tar of a bundle (%(error)s)"),
     _noop("record of fact %(id)s lacks %(field)s"),
     _noop("refused, nothing imported: %(error)s"),

@@ -182,3 +182,61 @@ def test_the_export_command_prints_a_summary(filled, tenant, tmp_path) -> None:
     assert "exporting [" in err.getvalue()
     with pytest.raises(CommandError, match="no tenant"):
         call_command("export", "nobody", out=str(tmp_path / "c"), stdout=out)
+
+
+def test_the_api_streams_a_bundle_out_and_takes_it_in(world, owner, auditor, outsider) -> None:
+    import io
+    import tarfile
+
+    from tests.api_fixtures import bearer, signed_in
+
+    response = signed_in(auditor).get("/api/v1/tenants/acme/bundle/export?scope=user:alice")
+    assert response.status_code == 200 and response["Content-Type"] == "application/x-tar"
+    blob = b"".join(response.streaming_content)
+    names = tarfile.open(fileobj=io.BytesIO(blob)).getnames()
+    assert names == ["bundle.dat", "bundle.idx", "bundle.manifest.json"]
+    assert signed_in(outsider).get("/api/v1/tenants/acme/bundle/export").status_code == 404
+    assert bearer(world.tokens["write"]).get("/api/v1/bundle/export").status_code == 403
+
+    url = "/api/v1/tenants/globex/bundle/import"
+    admin = signed_in(outsider)  # the admin of globex takes acme's bundle in
+    taken = admin.post(url, data=blob, content_type="application/x-tar")
+    assert taken.status_code == 200 and taken.json()["added"] == 1, taken.content
+    again = admin.post(url, data=blob, content_type="application/x-tar").json()
+    assert (again["added"], again["exists"]) == (0, 1)
+    damaged = bytearray(blob)
+    damaged[512 + 20] ^= 0xFF  # inside bundle.dat's first record
+    refused = admin.post(url, data=bytes(damaged), content_type="application/x-tar")
+    assert refused.status_code == 400 and refused.json()["field"] == "bundle"
+    assert "record 0" in refused.json()["message"]
+    assert admin.post(url, data=b"not a tar", content_type="application/x-tar").status_code == 400
+    assert (
+        signed_in(auditor)
+        .post("/api/v1/tenants/acme/bundle/import", data=blob, content_type="application/x-tar")
+        .status_code
+        == 403
+    )
+    assert (
+        signed_in(owner).post(url, data=blob, content_type="application/x-tar").status_code == 404
+    )
+
+
+def test_the_facts_page_exports_and_imports_a_bundle(world, owner, auditor) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.test import Client
+
+    client = Client()
+    client.force_login(owner)
+    response = client.get("/t/acme/facts/export-bundle")
+    assert response.status_code == 200
+    blob = b"".join(response.streaming_content)
+    upload = SimpleUploadedFile("acme.bundle.tar", blob, content_type="application/x-tar")
+    done = client.post("/t/acme/facts/import-bundle", {"bundle": upload}, follow=True)
+    assert "0 facts added, 2 already there" in done.content.decode()
+    bad = SimpleUploadedFile("x.tar", b"garbage", content_type="application/x-tar")
+    refused = client.post("/t/acme/facts/import-bundle", {"bundle": bad}, follow=True)
+    assert "not a tar of a bundle" in refused.content.decode()
+    reader = Client()
+    reader.force_login(auditor)
+    assert reader.get("/t/acme/facts/export-bundle").status_code == 200
+    assert reader.post("/t/acme/facts/import-bundle").status_code == 403
