@@ -219,9 +219,13 @@ def retention_run_execute(
             run = RetentionRun.objects.for_tenant(tenant).select_for_update().get(pk=run_id)
             if run.status != RunStatus.RUNNING:
                 return run
+            planning = not run.step
             finished = _step(tenant, run)
             run.lease_until = _lease()
-            run.save()
+            fields = ["status", "step", "batches_done", "counts", "lease_until", "note",
+                      "finished_at"]  # fmt: skip
+            # The plan is written once: a big one is not rewritten with every batch.
+            run.save(update_fields=[*fields, "policy", "plan"] if planning else fields)
             if finished:
                 return run
         if (timezone.now() - started).total_seconds() >= seconds:

@@ -351,6 +351,7 @@ def tenant_delete(*, tenant: Tenant, actor: Actor, confirm: str) -> TenantDeleti
         slug, name, pk = locked.slug, locked.name, locked.pk
         locked.delete()
         cursor.execute("SELECT set_config('app.deleting_tenant', '', true)")
+    _archives_remove(pk)
     return TenantDeletion.objects.create(
         slug=slug,
         name=name,
@@ -358,6 +359,17 @@ def tenant_delete(*, tenant: Tenant, actor: Actor, confirm: str) -> TenantDeleti
         actor=str(actor),
         counts={label: n for label, n in counts.items() if n},
     )
+
+
+def _archives_remove(tenant_pk: int) -> None:
+    """The tenant's archive bundles go with it (once the deletion commits)."""
+    import shutil
+    from pathlib import Path
+
+    from django.conf import settings
+
+    folder = Path(settings.MNEMOSYNE_ARCHIVE_DIR) / str(tenant_pk)
+    transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 @transaction.atomic

@@ -366,3 +366,18 @@ def test_the_audit_trail_refuses_every_change_but_a_purge_redaction(tenant, owne
         assert event.after["content"] == "[purged]" and event.actor == str(owner_actor)
         with pytest.raises(DatabaseError), transaction.atomic():
             FactEvent.objects.for_tenant(tenant).filter(pk=event.pk).update(actor="x")
+
+
+def test_deleting_a_tenant_takes_its_archives_too(
+    tenant, owner_actor, system_actor, archives, django_capture_on_commit_callbacks
+) -> None:
+    from tenants.services import tenant_delete
+
+    add(tenant, owner_actor, "A doubtful note", trust=0.1)
+    retention_policy_update(tenant=tenant, actor=owner_actor, changes={"archive_below_trust": 0.3})
+    run_now(tenant, owner_actor)
+    assert any((archives / str(tenant.pk)).iterdir())
+    with django_capture_on_commit_callbacks(execute=True):
+        record = tenant_delete(tenant=tenant, actor=system_actor, confirm="acme")
+    assert record.counts["facts.Fact"] == 1 and record.counts["facts.RetentionRun"] == 1
+    assert not (archives / str(tenant.pk)).exists()

@@ -104,6 +104,11 @@ GUARD_FUNCTION = """
 CREATE OR REPLACE FUNCTION mnemosyne_factevent_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    -- Deleting a whole tenant (tenants.services.tenant_delete) takes its audit trail too.
+    IF TG_OP = 'DELETE' AND OLD.tenant_id::text = current_setting('app.deleting_tenant', true)
+    THEN
+        RETURN OLD;
+    END IF;
     IF TG_OP = 'UPDATE'
        AND OLD.fact_id IS NOT NULL
        AND NEW.id = OLD.id AND NEW.tenant_id = OLD.tenant_id
