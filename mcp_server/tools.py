@@ -62,7 +62,7 @@ class Binding:
 
 def key_scope_prefix(key: ApiKey) -> str:
     """The scope prefix a key is restricted to ("" when it is not restricted)."""
-    return clean_scope(getattr(key, "scope_prefix", "") or "")
+    return clean_scope(key.scope_prefix or "")
 
 
 class Refused(Exception):

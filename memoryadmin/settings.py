@@ -6,6 +6,8 @@ import os
 import secrets
 from pathlib import Path
 
+from kombu import Queue
+
 from memoryadmin.embedded_db import server_for_home
 from memoryadmin.env import (
     ConfigError,
@@ -140,6 +142,8 @@ MNEMOSYNE_DATABASE_RUNTIME = dict(_database)
 MNEMOSYNE_DATABASE_OWNER = _owner
 _database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60, minimum=0)
 _database["CONN_HEALTH_CHECKS"] = True
+# A database that does not answer is reported (503) within seconds, not after a client's timeout.
+_database.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -268,16 +272,20 @@ if not CELERY_BROKER_URL:
     # kombu's filesystem transport: no server, one host. Every process must use the same
     # absolute folders, control folder included (its default is a relative path).
     CELERY_BROKER_URL = "filesystem://localhost//"  # the host part is unused
+    # "filesystem" names our variant of kombu's transport (memoryadmin/broker.py, registered
+    # in memoryadmin/celery.py): it takes messages by a rename into `processed`.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(MNEMOSYNE_BROKER_DIR / "queue"),
         "data_folder_out": str(MNEMOSYNE_BROKER_DIR / "queue"),
         "control_folder": str(MNEMOSYNE_BROKER_DIR / "control"),
         "processed_folder": str(MNEMOSYNE_BROKER_DIR / "processed"),
         "store_processed": False,
+        # How long an idle worker waits before looking at the folder again (kombu: 1 s).
+        "polling_interval": 0.2,
     }
-    # kombu creates none of these itself.
+    # kombu creates none of these itself; messages are readable by this user alone.
     for _folder in ("queue", "control", "processed"):
-        (MNEMOSYNE_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
+        (MNEMOSYNE_BROKER_DIR / _folder).mkdir(mode=0o700, parents=True, exist_ok=True)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -288,11 +296,15 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "memoryadmin.beat:HeartbeatScheduler"
 MNEMOSYNE_HEARTBEAT_SECONDS = env_int("MNEMOSYNE_HEARTBEAT_SECONDS", 15, minimum=1)
+# Heartbeats have a queue of their own, which a worker serves in turn with the main one: a
+# heartbeat never waits behind a backlog of work (/healthz would call a busy worker dead).
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = (Queue("celery"), Queue("heartbeat"))
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {
         "task": "memoryadmin.tasks.heartbeat",
         "schedule": float(MNEMOSYNE_HEARTBEAT_SECONDS),
-        "options": {"expires": MNEMOSYNE_HEARTBEAT_SECONDS * 2},
+        "options": {"expires": MNEMOSYNE_HEARTBEAT_SECONDS * 2, "queue": "heartbeat"},
     },
     # Safety net for lost nudges: facts still without a vector get one.
     "embed-sweep": {

@@ -145,11 +145,17 @@ def _refuse_last_admin(tenant: Tenant, membership: Membership | None, *, removin
     # Lock the tenant's admins, so that two admins removing each other at once cannot both win.
     admins = list(Membership.objects.for_tenant(tenant).select_for_update().filter(role=Role.ADMIN))
     if len(admins) <= 1:
-        what = "removed" if removing else "made an auditor"
+        who = membership.user.get_username()
+        if removing:
+            raise InvalidInput(
+                "username",
+                f"{who} is the last admin of {tenant.slug} and cannot be removed: "
+                "make another member an admin first",
+            )
         raise InvalidInput(
             "username",
-            f"{membership.user.get_username()} is the last admin of {tenant.slug} and cannot "
-            f"be {what}: make another member an admin first",
+            f"{who} is the last admin of {tenant.slug} and cannot be made an auditor: "
+            "make another member an admin first",
         )
 
 
@@ -599,8 +605,11 @@ def retention_changes_validate(changes: Any) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InvalidInput(field, "must be a number or null")
         if (integer and value != int(value)) or not low <= value <= high:
-            kind = "a whole number" if integer else "a number"
-            raise InvalidInput(field, f"must be {kind} between {low:g} and {high:g}, or null")
+            if integer:
+                raise InvalidInput(
+                    field, f"must be a whole number between {low:g} and {high:g}, or null"
+                )
+            raise InvalidInput(field, f"must be a number between {low:g} and {high:g}, or null")
     return changes
 
 
