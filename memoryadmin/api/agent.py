@@ -33,7 +33,6 @@ from retrieval.context import IMPORTANT_SHARE, context_cached
 from retrieval.search import MAX_QUERY_CHARS
 from tenants.errors import InvalidInput
 
-
 MAX_BATCH = 100
 _TAGS = ["agent"]
 
