@@ -105,6 +105,7 @@ _HIT = {
 
 class RecallViewSet(TenantViewSet):
     within_scope_limit = True
+    reads_replica = True
     needs = {"create": Need.READ}  # a POST that reads: the query does not fit in a URL
 
     @extend_schema(
@@ -154,6 +155,7 @@ class RecallViewSet(TenantViewSet):
 
 class ContextViewSet(TenantViewSet):
     within_scope_limit = True
+    reads_replica = True
     needs = {"create": Need.READ}
 
     @extend_schema(

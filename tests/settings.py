@@ -16,6 +16,11 @@ if os.environ.get("TEST_DATABASE_URL"):
     os.environ["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
 else:
     os.environ.pop("DATABASE_URL", None)
+# A streaming replica of that server (tests/test_replica.py; .ci/replica.sh makes one).
+if os.environ.get("TEST_DATABASE_URL") and os.environ.get("TEST_DATABASE_REPLICA_URL"):
+    os.environ["DATABASE_REPLICA_URL"] = os.environ["TEST_DATABASE_REPLICA_URL"]
+else:
+    os.environ.pop("DATABASE_REPLICA_URL", None)
 
 from memoryadmin.settings import *  # noqa: E402, F403
 
