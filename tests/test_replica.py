@@ -17,7 +17,11 @@ from memoryadmin import replica
 from tests.api_fixtures import bearer
 from tests.helpers import free_port, wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "replica"])
+# The replica alias exists only when one is configured (the fixture below says why not).
+pytestmark = pytest.mark.django_db(
+    transaction=True,
+    databases=["default", "replica"] if "replica" in settings.DATABASES else ["default"],
+)
 
 
 @pytest.fixture(autouse=True)
