@@ -41,7 +41,7 @@ _down_until = 0.0
 
 
 def replica_configured() -> bool:
-    return REPLICA in settings.DATABASES
+    return REPLICA in settings.DATABASES and settings.MNEMOSYNE_REPLICA_READS
 
 
 def replica_note_write(*, tenant_id: int) -> None:

@@ -140,6 +140,8 @@ if DATABASE_REPLICA_URL:
     # Tests: the replica shows the primary's test database (it cannot make one of its own).
     _replica["TEST"] = {"MIRROR": "default"}
     DATABASES["replica"] = _replica
+# Off: the replica is configured but not read (the test suite reads it only in its own tests).
+MNEMOSYNE_REPLICA_READS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

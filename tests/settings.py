@@ -29,3 +29,6 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 # No request rate in tests (the fuzzer alone sends a thousand requests with one key in half a
 # minute); the throttling test sets its own rates.
 MNEMOSYNE_API_RATES = {"key": None, "user": None, "anon": None}
+# Only tests/test_replica.py reads from the replica: other tests' data is never committed, so
+# a replica could not see it.
+MNEMOSYNE_REPLICA_READS = False

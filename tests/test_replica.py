@@ -25,8 +25,9 @@ pytestmark = pytest.mark.django_db(
 
 
 @pytest.fixture(autouse=True)
-def _replica_present() -> None:
+def _replica_present(settings) -> None:
     if "replica" in settings.DATABASES:
+        settings.MNEMOSYNE_REPLICA_READS = True
         return
     if os.environ.get("CI") and os.environ.get("TEST_DATABASE_URL"):
         pytest.fail("CI's server set-up runs the replica tests: TEST_DATABASE_REPLICA_URL is unset")
@@ -138,3 +139,27 @@ def test_a_replica_that_is_down_is_left_for_the_primary(
         assert health["checks"]["replica"]["detail"].startswith("unreachable")
     finally:
         wrapper.close()
+
+
+def test_the_web_admin_reads_from_the_replica_and_a_person_sees_their_own_write(
+    tenant, owner, replay
+) -> None:
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(owner)
+    facts_page = f"/t/{tenant.slug}/facts/"
+    wait_for(
+        lambda: browser.get(facts_page)["X-Mnemosyne-Read-From"] == "replica",
+        timeout=30,
+        what="the facts page to be read from the replica",
+    )
+    replay.execute("SELECT pg_wal_replay_pause()")
+    added = browser.post(
+        f"/t/{tenant.slug}/facts/new/",
+        {"content": "the boathouse opens in May", "category": "general"},
+    )
+    assert added.status_code in (200, 302), added.content[:500]
+    page = browser.get(facts_page)
+    assert page["X-Mnemosyne-Read-From"] == "primary"
+    assert "the boathouse opens in May" in page.content.decode()
