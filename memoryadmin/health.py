@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from memoryadmin.celery import app as celery_app
 from memoryadmin.models import ServiceHeartbeat
+from memoryadmin.roles import role_problems
 
 Check = dict[str, Any]
 
@@ -26,24 +27,15 @@ def check_database() -> Check:
             version = cursor.fetchone()[0]
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = cursor.fetchone()
-            cursor.execute(
-                "SELECT current_user, rolsuper OR rolbypassrls FROM pg_roles "
-                "WHERE rolname = current_user"
-            )
-            role, bypasses_rls = cursor.fetchone()
+            problems = role_problems(cursor)
             cursor.execute("SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq'::regproc")
             fulltext_indexed = cursor.fetchone()[0]
     except DatabaseError as error:
         return {"ok": False, "detail": f"unreachable: {str(error).strip()[:300]}"}
     if row is None:
         return {"ok": False, "postgresql": version, "detail": "the vector extension is missing"}
-    if bypasses_rls:
-        return {
-            "ok": False,
-            "postgresql": version,
-            "detail": f"the role {role} is a superuser or has BYPASSRLS, so row-level security "
-            "does not isolate tenants: connect as an ordinary role",
-        }
+    if problems:
+        return {"ok": False, "postgresql": version, "detail": "; ".join(problems)}
     return {
         "ok": True,
         "postgresql": version,

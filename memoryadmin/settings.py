@@ -117,12 +117,29 @@ TEMPLATES = [
 # -- database ---------------------------------------------------------------------------------
 # DATABASE_URL names a PostgreSQL server (with pgvector). Without it, the embedded PostgreSQL
 # under MNEMOSYNE_HOME is used; `mnemosyne up` and manage.py commands start it when needed.
+# Two roles (README: Database roles): DATABASE_URL is the runtime role web processes, workers and
+# beat use, which owns nothing; DATABASE_OWNER_URL the owner that `mnemosyne migrate` uses.
+# Without DATABASE_OWNER_URL the runtime role is taken as the owner too (the previous release's
+# single role): migrations run, and /healthz and `mnemosyne check` say what is wrong.
 DATABASE_URL = env_str("DATABASE_URL")
+DATABASE_OWNER_URL = env_str("DATABASE_OWNER_URL")
 MNEMOSYNE_EMBEDDED_DB = not DATABASE_URL
 if DATABASE_URL:
     _database = parse_database_url(DATABASE_URL)
+    _owner = (
+        parse_database_url(DATABASE_OWNER_URL, name="DATABASE_OWNER_URL")
+        if DATABASE_OWNER_URL
+        else dict(_database)
+    )
+    if _owner["NAME"] != _database["NAME"]:
+        raise ConfigError("DATABASE_OWNER_URL must name the same database as DATABASE_URL")
 else:
+    if DATABASE_OWNER_URL:
+        raise ConfigError("DATABASE_OWNER_URL needs DATABASE_URL (the embedded database has both)")
     _database = server_for_home(MNEMOSYNE_HOME).database_settings()
+    _owner = server_for_home(MNEMOSYNE_HOME).database_settings(owner=True)
+MNEMOSYNE_DATABASE_RUNTIME = dict(_database)
+MNEMOSYNE_DATABASE_OWNER = _owner
 _database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60, minimum=0)
 _database["CONN_HEALTH_CHECKS"] = True
 # A database that does not answer is reported (503) within seconds, not after a client's timeout.

@@ -32,6 +32,7 @@ from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
 from memoryadmin.embedded_db import EmbeddedDatabaseError, server_for_home
+from memoryadmin.roles import as_owner
 from memoryadmin.runstate import RunLock
 from memoryadmin.services import admin_ensure_first
 
@@ -371,7 +372,8 @@ class Supervisor:
         plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
         if plan:
             self.say(f"  migrations: applying {len(plan)} ...")
-            call_command("migrate", interactive=False, verbosity=0)
+            with as_owner():
+                call_command("migrate", interactive=False, verbosity=0)
         self.say("  migrations: up to date")
 
     def _ensure_admin(self) -> None:

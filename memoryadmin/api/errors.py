@@ -98,7 +98,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
         )
     if isinstance(exc, InvalidInput):
-        body = error_body(_(exc.message), code="invalid", field=exc.field)
+        body = error_body(exc.message, code="invalid", field=exc.field)
         code = status.HTTP_400_BAD_REQUEST
     elif isinstance(exc, NotFound):
         what = _NOT_FOUND.get(exc.what, exc.what)
