@@ -618,6 +618,14 @@ class BundleViewSet(TenantViewSet):
         "checksums): facts, entities, feedback, history and vectors. Streamed; audited.",
         parameters=[BundleExportQuery],
         responses={(200, "application/x-tar"): OpenApiTypes.BINARY},
+        examples=[
+            OpenApiExample(
+                "a bundle",
+                value="(a tar of bundle.dat, bundle.idx and bundle.manifest.json)",
+                response_only=True,
+                media_type="application/x-tar",
+            )
+        ],
         tags=["bundles"],
     )
     def export(self, request: Request, tenant: str | None = None) -> StreamingHttpResponse:
@@ -646,6 +654,22 @@ class BundleViewSet(TenantViewSet):
         "and nothing is imported. All or nothing; importing twice adds nothing.",
         request={"application/x-tar": OpenApiTypes.BINARY},
         responses={200: BundleImportOut},
+        examples=[
+            OpenApiExample(
+                "imported into another tenant",
+                value={
+                    "added": 120,
+                    "exists": 0,
+                    "restored": 0,
+                    "entities_added": 14,
+                    "vectors_kept": 120,
+                    "to_embed": 0,
+                    "model": "multilingual-e5-small-int8",
+                    "counts": {"fact": 120, "entity": 14, "feedback": 9, "event": 131},
+                },
+                response_only=True,
+            )
+        ],  # fmt: skip
         tags=["bundles"],
     )
     def create(self, request: Request, tenant: str | None = None) -> Response:

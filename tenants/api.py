@@ -539,6 +539,35 @@ class RetentionViewSet(TenantViewSet):
     @extend_schema(
         summary="The last runs of the policy, and when the next one is due",
         responses={200: RetentionRunsOut},
+        examples=[
+            OpenApiExample(
+                "a run done, the next due tomorrow",
+                value={
+                    "next_run_at": "2026-12-04T09:30:00Z",
+                    "runs": [
+                        {
+                            "id": 11,
+                            "trigger": "schedule",
+                            "dry_run": False,
+                            "status": "done",
+                            "counts": {
+                                "archive": 2,
+                                "archive_low_trust": 2,
+                                "purge": 1,
+                                "bundles": 1,
+                            },
+                            "policy": {"archive_below_trust": 0.3, "purge_archived_after_days": 30},
+                            "note": "",
+                            "created_by": "job:retention",
+                            "created_at": "2026-12-03T09:30:00Z",
+                            "started_at": "2026-12-03T09:30:01Z",
+                            "finished_at": "2026-12-03T09:30:02Z",
+                        }
+                    ],
+                },
+                response_only=True,
+            )
+        ],  # fmt: skip
         tags=["retention"],
     )
     def runs(self, request: Request, tenant: str | None = None) -> Response:
@@ -559,6 +588,26 @@ class RetentionViewSet(TenantViewSet):
         "archive and purge now (200).",
         request=RetentionRunIn,
         responses={200: RetentionRunOut, 202: RetentionRunOut},
+        examples=[
+            OpenApiExample(
+                "a run queued for a worker",
+                value={
+                    "id": 12,
+                    "trigger": "manual",
+                    "dry_run": False,
+                    "status": "queued",
+                    "counts": {},
+                    "policy": {"archive_below_trust": 0.3},
+                    "note": "",
+                    "created_by": "user:7:ann",
+                    "created_at": "2026-12-03T09:30:00Z",
+                    "started_at": None,
+                    "finished_at": None,
+                },
+                response_only=True,
+                status_codes=[200, 202],
+            )
+        ],  # fmt: skip
         tags=["retention"],
     )
     def run(self, request: Request, tenant: str | None = None) -> Response:
