@@ -234,8 +234,28 @@ def _fuse(fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, 
     return score
 
 
+@dataclass(frozen=True)
+class Tuning:
+    """The constants of conversation-aware scoring (README "Recall": what they were tuned on)."""
+
+    neighbour: float = NEIGHBOUR_SHARE
+    session: float = SESSION_SHARE
+    speaker: float = SPEAKER_BONUS
+
+
+@dataclass
+class Gathered:
+    """What the channels brought for one query, before fusion: the candidates and each
+    channel's normalised scores. Ranking it again under other weights or constants needs no
+    database (the benchmark's cross-validation does exactly that)."""
+
+    query: str
+    candidates: dict[int, _Candidate]
+    normalised: dict[str, dict[int, float]]
+
+
 def _conversation_lift(
-    facts: dict[int, _Candidate], fused: dict[int, float], query: str
+    facts: dict[int, _Candidate], fused: dict[int, float], query: str, tuning: Tuning
 ) -> dict[int, dict[str, float]]:
     """Turns gain from their neighbours, from sessions that match as a whole, and from being
     spoken by someone the query names."""
@@ -261,13 +281,83 @@ def _conversation_lift(
             if n is not None
         ]
         lifts[fid] = {
-            "neighbour": NEIGHBOUR_SHARE * max(neighbours, default=0.0),
-            "session": SESSION_SHARE * session_of.get(fact.session_id, 0.0),
-            "speaker": SPEAKER_BONUS
+            "neighbour": tuning.neighbour * max(neighbours, default=0.0),
+            "session": tuning.session * session_of.get(fact.session_id, 0.0),
+            "speaker": tuning.speaker
             if fact.speaker and fact.speaker.casefold() in query_folded
             else 0.0,
         }
     return lifts
+
+
+def recall_rank(
+    gathered: Gathered,
+    *,
+    weights: dict[str, float],
+    tuning: Tuning | None = None,
+    half_life_days: float | None = None,
+    now: datetime | None = None,
+) -> list[tuple[float, int, dict[str, float]]]:
+    """(score, fact id, factors) of every candidate, best first: fusion, lifts, trust, decay."""
+    tuning = tuning or Tuning()
+    candidates, normalised = gathered.candidates, gathered.normalised
+    fused = {fid: _fuse(fid, normalised, weights) for fid in candidates}
+    lifts = _conversation_lift(candidates, fused, gathered.query, tuning)
+    moment = now or timezone.now()
+    scored = []
+    for fid, candidate in candidates.items():
+        lift = lifts.get(fid, {})
+        decay = 1.0
+        if half_life_days:
+            age_days = max(0.0, (moment - candidate.created_at).total_seconds() / 86400)
+            decay = 0.5 ** (age_days / half_life_days)
+        score = (fused[fid] + sum(lift.values())) * candidate.trust_score * decay
+        factors = {"trust": candidate.trust_score, "decay": round(decay, 6), **lift}
+        scored.append((score, fid, factors))
+    scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return scored
+
+
+def _gather(
+    tenant: Tenant,
+    tenant_id: int,
+    query: str,
+    chosen: tuple[str, ...],
+    filters: sql.Filters,
+    timings: dict[str, float],
+) -> Gathered:
+    raw: dict[str, dict[int, float]] = {}
+    candidates: dict[int, _Candidate] = {}
+    if "fts" in chosen:
+        raw["fts"] = _fts_scores(tenant_id, query, filters, candidates)
+    if "vec" in chosen:
+        raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates)
+    if "entity" in chosen:
+        # Gated, entities only re-rank what full text and vectors found: score just those.
+        textual = [raw[c] for c in raw if c != "entity"]
+        among = set().union(*textual) if ENTITY_GATED and textual else None
+        raw["entity"] = _entity_scores(tenant_id, query, filters, among)
+    # Min-max for the unbounded channels; the entity channel is a share already.
+    normalised = {c: scores if c == "entity" else _minmax(scores) for c, scores in raw.items()}
+    # Full text and vectors bring what fusion needs of a fact; entities bring ids only.
+    missing = set().union(*(s.keys() for s in normalised.values())) - candidates.keys()
+    if missing:
+        candidates.update(
+            (row[0], _Candidate(*row))
+            for row in Fact.objects.for_tenant(tenant)
+            .filter(pk__in=missing)
+            .values_list(*_Candidate._fields)
+        )
+    return Gathered(query=query, candidates=candidates, normalised=normalised)
+
+
+def recall_gather(*, tenant: Tenant, query: Any, channels: Sequence[str] | None = None) -> Gathered:
+    """The channels' results for `query` over `tenant`'s active facts, unfused (for
+    benchmarks that rank them under several weights)."""
+    query = _clean_query(query)
+    chosen = _clean_channels(channels)
+    with tenant_scope(tenant) as tenant_id:
+        return _gather(tenant, tenant_id, query, chosen, sql.Filters(), {})
 
 
 def recall_search(
@@ -313,40 +403,8 @@ def recall_search(
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with tenant_scope(tenant) as tenant_id:
-        raw: dict[str, dict[int, float]] = {}
-        candidates: dict[int, _Candidate] = {}
-        if "fts" in chosen:
-            raw["fts"] = _fts_scores(tenant_id, query, filters, candidates)
-        if "vec" in chosen:
-            raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates)
-        if "entity" in chosen:
-            # Gated, entities only re-rank what full text and vectors found: score just those.
-            textual = [raw[c] for c in raw if c != "entity"]
-            among = set().union(*textual) if ENTITY_GATED and textual else None
-            raw["entity"] = _entity_scores(tenant_id, query, filters, among)
-        # Min-max for the unbounded channels; the entity channel is a share already.
-        normalised = {c: scores if c == "entity" else _minmax(scores) for c, scores in raw.items()}
-        # Full text and vectors bring what fusion needs of a fact; entities bring ids only.
-        missing = set().union(*(s.keys() for s in normalised.values())) - candidates.keys()
-        if missing:
-            candidates.update(
-                (row[0], _Candidate(*row))
-                for row in Fact.objects.for_tenant(tenant)
-                .filter(pk__in=missing)
-                .values_list(*_Candidate._fields)
-            )
-        fused = {fid: _fuse(fid, normalised, weights) for fid in candidates}
-        lifts = _conversation_lift(candidates, fused, query)
-        moment = now or timezone.now()
-        scored = []
-        for fid, candidate in candidates.items():
-            lift = lifts.get(fid, {})
-            age_days = max(0.0, (moment - candidate.created_at).total_seconds() / 86400)
-            decay = 0.5 ** (age_days / half_life) if half_life else 1.0
-            score = (fused[fid] + sum(lift.values())) * candidate.trust_score * decay
-            factors = {"trust": candidate.trust_score, "decay": round(decay, 6), **lift}
-            scored.append((score, fid, factors))
-        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        gathered = _gather(tenant, tenant_id, query, chosen, filters, timings)
+        scored = recall_rank(gathered, weights=weights, half_life_days=half_life, now=now)
         best = scored[:k]
         facts = (
             Fact.objects.for_tenant(tenant)
@@ -354,11 +412,12 @@ def recall_search(
             .defer("search_vector")
             .in_bulk()
         )
+    normalised = gathered.normalised
     hits = [
         RecallHit(
             fact=facts[fid],
             score=score,
-            channels={c: round(normalised[c].get(fid, 0.0), 6) for c in normalised},
+            channels={c: round(scores.get(fid, 0.0), 6) for c, scores in normalised.items()},
             factors=factors,
         )
         for score, fid, factors in best
