@@ -2,7 +2,7 @@
 
     python -m bench.locomo --data PATH [--k 1,5,10,25] [--channels fts,vec,entity]
                            [--weights fts=0.3,vec=0.5,entity=0.2] [--half-life DAYS]
-                           [--folds K] [--json OUT]
+                           [--folds K] [--vector-cache FILE] [--json OUT]
 
 For each conversation: a fresh tenant; each turn stored as "<speaker>: <text>" (plus
 " [image: <caption>]"), dated by its session, scoped to the conversation, embedded; then
@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.harness import bench_database, progress, write_json
+from bench.harness import bench_database, progress, vector_cache, write_json
 
 # The grid --folds chooses from (the product's defaults are on it).
 GRID = {
@@ -271,6 +271,11 @@ def main() -> None:
         default=0,
         help="cross-validate the fusion constants over K folds of conversations (see above)",
     )
+    parser.add_argument(
+        "--vector-cache",
+        type=Path,
+        help="keep the embedder's vectors in this file and reuse them on the next run",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if not args.data.is_file():
@@ -281,7 +286,7 @@ def main() -> None:
         parser.error(f"--weights: {error}")
     ks = [int(k) for k in args.k.split(",")]
     channels = [c.strip() for c in args.channels.split(",") if c.strip()] if args.channels else None
-    with bench_database():
+    with bench_database(), vector_cache(args.vector_cache):
         figures = run(
             args.data, ks, channels, half_life=args.half_life, weights=weights, folds=args.folds
         )

@@ -22,6 +22,7 @@ from facts.entities import entities_found, entity_dictionary, entity_extractor, 
 from facts.models import Category, Fact, Kind
 from retrieval import sql
 from retrieval.embedders import EmbedderError
+from retrieval.language import query_without_language, text_language
 from retrieval.stats import corpus_stats
 from retrieval.text import analyze
 from retrieval.vectors import embedder_for, serving_space
@@ -40,6 +41,12 @@ NEIGHBOUR_SHARE = 0.3
 SESSION_SHARE = 0.15
 SPEAKER_BONUS = 0.05
 ENTITY_GATED = True
+# The query's vector without its language (retrieval.language): questions find memories
+# written in the other language.
+CENTRE_QUERY = True
+# Full text cannot match a memory in the other language than the query's: for such a memory
+# its silence is no evidence, and the channels that can match it take its weight.
+CROSS_LANGUAGE_REWEIGHT = True
 # How a fact's entity score is scaled: "idf", against the information of a name found once in
 # the tenant, so that a query naming only common entities (a conversation's speakers) lifts
 # little; or "share" of the query's entity information, which gave a speaker named in the
@@ -80,6 +87,7 @@ class _Candidate(NamedTuple):
     speaker: str
     trust_score: float
     created_at: datetime
+    han: bool  # Chinese (retrieval.language)
 
 
 def _clean_query(query: Any) -> str:
@@ -174,7 +182,10 @@ def _vector_scores(
         space = serving_space()
         if space is None:
             return {}  # nothing was ever embedded
-        vector = embedder_for(space).embed([query], purpose="query")[0]
+        embedder = embedder_for(space)
+        vector = embedder.embed([query], purpose="query")[0]
+        if CENTRE_QUERY:
+            vector = query_without_language(vector, query, embedder)
     except EmbedderError as error:
         # Recall goes on with its other channels while the embedder is broken (see /healthz).
         logger.warning("tenant %s: vector channel off: %s", tenant_id, error)
@@ -224,11 +235,18 @@ def _entity_scores(
 # -- fusion -----------------------------------------------------------------------------------
 
 
-def _fuse(fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, float]) -> float:
+def _fuse(
+    fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, float], foreign: bool
+) -> float:
     """Weighted sum of the channels. With ENTITY_GATED, entities only re-rank what the text
-    and vector channels found: alone they pulled in every turn that names a common person."""
+    and vector channels found: alone they pulled in every turn that names a common person.
+    A `foreign` fact (not in the query's language) is also scored as if full text were not
+    there, its weight given to the vector channel, and keeps the better of the two."""
     textual = [c for c in normalised if c != "entity"]
     score = sum(weights[c] * normalised[c].get(fid, 0.0) for c in textual)
+    if foreign and "fts" in normalised and "vec" in normalised:
+        vector_only = (weights["fts"] + weights["vec"]) * normalised["vec"].get(fid, 0.0)
+        score = max(score, vector_only)
     if "entity" in normalised and (score > 0 or not ENTITY_GATED or not textual):
         score += weights["entity"] * normalised["entity"].get(fid, 0.0)
     return score
@@ -301,7 +319,11 @@ def recall_rank(
     """(score, fact id, factors) of every candidate, best first: fusion, lifts, trust, decay."""
     tuning = tuning or Tuning()
     candidates, normalised = gathered.candidates, gathered.normalised
-    fused = {fid: _fuse(fid, normalised, weights) for fid in candidates}
+    chinese = text_language(gathered.query) == "zh"
+    fused = {
+        fid: _fuse(fid, normalised, weights, CROSS_LANGUAGE_REWEIGHT and candidate.han != chinese)
+        for fid, candidate in candidates.items()
+    }
     lifts = _conversation_lift(candidates, fused, gathered.query, tuning)
     moment = now or timezone.now()
     scored = []
@@ -343,10 +365,10 @@ def _gather(
     missing = set().union(*(s.keys() for s in normalised.values())) - candidates.keys()
     if missing:
         candidates.update(
-            (row[0], _Candidate(*row))
+            (row[0], _Candidate(*row[:-1], han=text_language(row[-1]) == "zh"))
             for row in Fact.objects.for_tenant(tenant)
             .filter(pk__in=missing)
-            .values_list(*_Candidate._fields)
+            .values_list(*_Candidate._fields[:-1], "content")
         )
     return Gathered(query=query, candidates=candidates, normalised=normalised)
 
