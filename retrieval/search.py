@@ -47,6 +47,10 @@ CENTRE_QUERY = True
 # Full text cannot match a memory in the other language than the query's: for such a memory
 # its silence is no evidence, and the channels that can match it take its weight.
 CROSS_LANGUAGE_REWEIGHT = True
+# Candidate generation (README "Recall": the gap to scoring every turn): the turns next to each
+# channel's NEIGHBOURS best are candidates too, and every channel scores every candidate.
+NEIGHBOURS = 0
+COMPLETE_SCORES = False
 # How a fact's entity score is scaled: "idf", against the information of a name found once in
 # the tenant, so that a query naming only common entities (a conversation's speakers) lifts
 # little; or "share" of the query's entity information, which gave a speaker named in the
@@ -133,7 +137,11 @@ def _match_tiers(terms: list[tuple[str, int]]) -> Iterator[tuple[str, int]]:
 
 
 def _fts_scores(
-    tenant_id: int, query: str, filters: sql.Filters, known: dict[int, _Candidate]
+    tenant_id: int,
+    query: str,
+    filters: sql.Filters,
+    known: dict[int, _Candidate],
+    scorers: dict[str, Any],
 ) -> dict[int, float]:
     """BM25 over the full-text candidates, with the tenant's own document frequencies."""
     analyzed = analyze(query)
@@ -150,6 +158,7 @@ def _fts_scores(
     terms = sorted(terms, key=lambda term: (term[1], term[0]))[:MAX_TERMS]
     total = max(corpus.documents, terms[-1][1])
     idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in terms}
+    scorers.update(idf=idf, mean_length=corpus.mean_length)
     scores: dict[int, float] = {}
     for match, touch in _match_tiers(terms):
         ranked = sql.fts_ranked(
@@ -176,6 +185,7 @@ def _vector_scores(
     filters: sql.Filters,
     timings: dict[str, float],
     known: dict[int, _Candidate],
+    scorers: dict[str, Any],
 ) -> dict[int, float]:
     started = time.perf_counter()
     try:
@@ -200,6 +210,7 @@ def _vector_scores(
         filters=filters,
         limit=CANDIDATES,
     )
+    scorers.update(vector=vector, space=space)
     known.update((fid, _Candidate(fid, *columns)) for fid, _, columns in rows)
     return {fid: score for fid, score, _ in rows}
 
@@ -232,6 +243,61 @@ def _entity_scores(
     return {fact_id: score / most for fact_id, score in rows} if most else {}
 
 
+def _add_neighbours(
+    tenant_id: int,
+    raw: dict[str, dict[int, float]],
+    filters: sql.Filters,
+    candidates: dict[int, _Candidate],
+) -> None:
+    """The turns just before and after each channel's NEIGHBOURS best turns become candidates:
+    the answer is often the reply to (or the question before) the turn that matches."""
+    places: set[tuple[str, int]] = set()
+    for scores in raw.values():
+        for fid in sorted(scores, key=scores.__getitem__, reverse=True)[:NEIGHBOURS]:
+            fact = candidates[fid]
+            if fact.kind == Kind.TURN and fact.position is not None:
+                places |= {
+                    (fact.session_id, fact.position - 1),
+                    (fact.session_id, fact.position + 1),
+                }
+    known = {(c.session_id, c.position) for c in candidates.values() if c.kind == Kind.TURN}
+    wanted = sorted(places - known)
+    for fid, columns in sql.turn_neighbours(tenant_id=tenant_id, places=wanted, filters=filters):
+        candidates[fid] = _Candidate(fid, *columns)  # type: ignore[arg-type]
+
+
+def _complete_scores(
+    tenant_id: int,
+    raw: dict[str, dict[int, float]],
+    scorers: dict[str, Any],
+    candidates: dict[int, _Candidate],
+) -> None:
+    """Each channel scores every candidate, not only those it brought: a turn that full text
+    found keeps its vector similarity, and the other way round."""
+    if "fts" in raw and scorers.get("idf"):
+        missing = [fid for fid in candidates if fid not in raw["fts"]]
+        raw["fts"].update(
+            sql.fts_scores_for(
+                tenant_id=tenant_id,
+                idf=scorers["idf"],
+                mean_length=scorers["mean_length"],
+                ids=missing,
+            )
+        )
+    if "vec" in raw and scorers.get("space") is not None:
+        missing = [fid for fid in candidates if fid not in raw["vec"]]
+        space = scorers["space"]
+        raw["vec"].update(
+            sql.vector_scores_for(
+                tenant_id=tenant_id,
+                vector=scorers["vector"],
+                model=space.name,
+                dimension=space.dimension,
+                ids=missing,
+            )
+        )
+
+
 # -- fusion -----------------------------------------------------------------------------------
 
 
@@ -240,13 +306,14 @@ def _fuse(
 ) -> float:
     """Weighted sum of the channels. With ENTITY_GATED, entities only re-rank what the text
     and vector channels found: alone they pulled in every turn that names a common person.
-    A `foreign` fact (not in the query's language) is also scored as if full text were not
-    there, its weight given to the vector channel, and keeps the better of the two."""
+    A `foreign` fact (not in the query's language), which full text can hardly match, has its
+    full-text score taken from its vector's when full text found anything at all: squared, so
+    that only a close vector match makes up for the silence."""
     textual = [c for c in normalised if c != "entity"]
     score = sum(weights[c] * normalised[c].get(fid, 0.0) for c in textual)
-    if foreign and "fts" in normalised and "vec" in normalised:
-        vector_only = (weights["fts"] + weights["vec"]) * normalised["vec"].get(fid, 0.0)
-        score = max(score, vector_only)
+    if foreign and normalised.get("fts") and "vec" in normalised:
+        fts, vec = normalised["fts"].get(fid, 0.0), normalised["vec"].get(fid, 0.0)
+        score += weights["fts"] * max(0.0, vec * vec - fts)
     if "entity" in normalised and (score > 0 or not ENTITY_GATED or not textual):
         score += weights["entity"] * normalised["entity"].get(fid, 0.0)
     return score
@@ -350,10 +417,15 @@ def _gather(
 ) -> Gathered:
     raw: dict[str, dict[int, float]] = {}
     candidates: dict[int, _Candidate] = {}
+    scorers: dict[str, Any] = {}
     if "fts" in chosen:
-        raw["fts"] = _fts_scores(tenant_id, query, filters, candidates)
+        raw["fts"] = _fts_scores(tenant_id, query, filters, candidates, scorers)
     if "vec" in chosen:
-        raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates)
+        raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates, scorers)
+    if NEIGHBOURS:
+        _add_neighbours(tenant_id, raw, filters, candidates)
+    if COMPLETE_SCORES:
+        _complete_scores(tenant_id, raw, scorers, candidates)
     if "entity" in chosen:
         # Gated, entities only re-rank what full text and vectors found: score just those.
         textual = [raw[c] for c in raw if c != "entity"]

@@ -163,6 +163,65 @@ def fts_ranked(
         return _candidates(cursor.fetchall())
 
 
+def fts_scores_for(
+    *, tenant_id: int, idf: dict[str, float], mean_length: float, ids: Sequence[int]
+) -> dict[int, float]:
+    """BM25 of the facts `ids` (found by another channel, or next to a candidate) for the
+    query terms `idf`; facts that share no term are left out (their score is 0)."""
+    if not idf or not ids:
+        return {}
+    mean = max(mean_length, 1.0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT f.id, sum(w.idf * t.tf * %s / (t.tf + "  # noqa: S608 - constants only
+            f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(f.search_vector) / %s::float))) "
+            "FROM facts_fact f CROSS JOIN LATERAL (SELECT u.lexeme, "
+            "greatest(coalesce(cardinality(u.positions), 0), 1) AS tf "
+            "FROM unnest(f.search_vector) u) t "
+            "JOIN unnest(%s::text[], %s::float[]) AS w(lexeme, idf) ON w.lexeme = t.lexeme "
+            "WHERE f.tenant_id = %s AND f.id = ANY(%s) GROUP BY f.id",
+            [BM25_K1 + 1, mean, list(idf), list(idf.values()), tenant_id, list(ids)],
+        )
+        return {row[0]: float(row[1]) for row in cursor.fetchall()}
+
+
+def vector_scores_for(
+    *, tenant_id: int, vector: np.ndarray, model: str, dimension: int, ids: Sequence[int]
+) -> dict[int, float]:
+    """Cosine similarity of the facts `ids` to `vector` (those with a vector of `model`)."""
+    if not ids:
+        return {}
+    cast = f"vector({int(dimension)})"
+    literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT v.fact_id, 1 - (v.embedding::{cast} <=> %s::{cast}) "  # noqa: S608 - an int
+            "FROM facts_factvector v WHERE v.tenant_id = %s AND v.model = %s "
+            "AND v.fact_id = ANY(%s)",
+            [literal, tenant_id, model, list(ids)],
+        )
+        return {row[0]: float(row[1]) for row in cursor.fetchall()}
+
+
+def turn_neighbours(
+    *, tenant_id: int, places: Sequence[tuple[str, int]], filters: Filters
+) -> list[tuple[int, tuple[object, ...]]]:
+    """(id, FACT_COLUMNS) of the turns at the (session, position) places that recall may
+    return."""
+    if not places:
+        return []
+    where, params = filters.sql()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT f.id, {_columns('f', table=True)} FROM facts_fact f "  # noqa: S608 - ours
+            "JOIN unnest(%s::text[], %s::int[]) AS n(session_id, position) "
+            "ON f.session_id = n.session_id AND f.position = n.position "
+            f"WHERE f.tenant_id = %s AND f.kind = 'turn' AND {where}",
+            [[s for s, _ in places], [p for _, p in places], tenant_id, *params],
+        )
+        return [(row[0], tuple(row[1:])) for row in cursor.fetchall()]
+
+
 def vector_candidates(
     *,
     tenant_id: int,

@@ -120,6 +120,27 @@ def test_english_questions_find_chinese_memories_by_meaning(tenant, system_actor
     assert _top(tenant, "team stand-up meeting time", channels=["vec"])[0] == FACTS[4]
 
 
+BILINGUAL = [
+    "Bob is allergic to peanuts",
+    "The printer on the third floor is out of toner",
+    "Our cat is called Mochi and she sleeps on the printer",
+    "老王下周三去上海出差",
+    "团队每周一上午十点开站会",
+    "我女儿的生日是三月十二日",
+]
+
+
+def test_questions_find_memories_written_in_the_other_language(tenant, system_actor) -> None:
+    # The default channels, a bilingual tenant: a Chinese question must not settle for Chinese
+    # memories about other things, nor an English one for English memories that share a word.
+    _store(tenant, system_actor, texts=BILINGUAL)
+    assert _top(tenant, "鲍勃对什么过敏？")[0] == BILINGUAL[0]
+    assert _top(tenant, "三楼的打印机怎么了？")[0] == BILINGUAL[1]
+    assert _top(tenant, "When is my daughter's birthday?")[0] == BILINGUAL[5]
+    assert _top(tenant, "Who is going on a business trip to Shanghai?")[0] == BILINGUAL[3]
+    assert _top(tenant, "What time is the team's weekly meeting?")[0] == BILINGUAL[4]
+
+
 def test_the_entity_channel_pulls_in_facts_about_the_people_asked_about(tenant, system_actor):
     _store(
         tenant,
