@@ -179,8 +179,6 @@ def run(
 
     actor = Actor.job("bench.locomo")
     conversations = json.loads(data.read_text())
-    if folds and not 2 <= folds <= len(conversations):
-        raise SystemExit(f"--folds {folds}: needs 2 to {len(conversations)} (the conversations)")
     rows: list[dict[str, Any]] = []
     ingest_s = query_s = 0.0
     for index, sample in enumerate(conversations):
@@ -285,6 +283,9 @@ def main() -> None:
     except ValueError as error:
         parser.error(f"--weights: {error}")
     ks = [int(k) for k in args.k.split(",")]
+    conversations = len(json.loads(args.data.read_text()))
+    if args.folds and not 2 <= args.folds <= conversations:
+        parser.error(f"--folds {args.folds}: needs 2 to {conversations} (the conversations)")
     channels = [c.strip() for c in args.channels.split(",") if c.strip()] if args.channels else None
     with bench_database(), vector_cache(args.vector_cache):
         figures = run(

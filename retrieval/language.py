@@ -9,9 +9,8 @@ they are. The means are computed once per model and process from `language_refer
 (110 Chinese and 112 English everyday sentences written for the project,
 the tuning sentences of bench/data, none of them from the benchmarks the figures come from).
 
-A text is Chinese when it holds a Han character; otherwise it counts as English (any Latin-script
-text). Full text cannot match across the two, so fusion does not hold its silence against a
-memory in the other language (see `retrieval.search`).
+A question is Chinese when it holds a Han character; otherwise it counts as English (any
+Latin-script text). Only the question changes: stored vectors stay as the model made them.
 """
 
 from __future__ import annotations
@@ -26,8 +25,6 @@ import numpy as np
 from retrieval.embedders import Embedder
 
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-# The same test in PostgreSQL's regular expressions, for candidates read by SQL.
-SQL_HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
 REFERENCE = Path(__file__).with_name("language_reference.jsonl")
 LANGUAGES = ("zh", "en")
 
