@@ -37,7 +37,7 @@ CANDIDATES = 100
 MAX_QUERY_CHARS = 2000
 MAX_K = 100
 # Conversation-aware scoring of turns (measured on LoCoMo dev; see README).
-NEIGHBOUR_SHARE = 0.3
+NEIGHBOUR_SHARE = 0.45
 SESSION_SHARE = 0.15
 SPEAKER_BONUS = 0.05
 ENTITY_GATED = True
@@ -46,8 +46,8 @@ ENTITY_GATED = True
 CENTRE_QUERY = True
 # Candidate generation (README "Recall": the gap to scoring every turn): the turns next to each
 # channel's NEIGHBOURS best are candidates too, and every channel scores every candidate.
-NEIGHBOURS = 0
-COMPLETE_SCORES = False
+NEIGHBOURS = CANDIDATES
+COMPLETE_SCORES = True
 # How a fact's entity score is scaled: "idf", against the information of a name found once in
 # the tenant, so that a query naming only common entities (a conversation's speakers) lifts
 # little; or "share" of the query's entity information, which gave a speaker named in the
