@@ -197,11 +197,25 @@ def _search_vector(content: str) -> CombinedSearchVector:
 
 
 def _schedule_embedding(tenant: Tenant) -> None:
+    """One embedding message per tenant and transaction, however many facts it adds (an import
+    of 10,000 lines sends one; the task embeds every pending fact of the tenant in batches)."""
     from facts.tasks import facts_embed_pending
 
     tenant_id = tenant.pk
+    connection = transaction.get_connection()
+    # Django drops a callback whose savepoint rolls back, so one still listed will run.
+    if any(
+        getattr(callback, "embeds_tenant", None) == tenant_id
+        for _savepoints, callback, _robust in connection.run_on_commit
+    ):
+        return
+
+    def send() -> None:
+        facts_embed_pending.delay(tenant_id)
+
+    send.embeds_tenant = tenant_id  # type: ignore[attr-defined]
     # A lost message only delays embedding: beat's sweep finds unembedded facts anyway.
-    transaction.on_commit(lambda: facts_embed_pending.delay(tenant_id), robust=True)
+    transaction.on_commit(send, robust=True)
 
 
 def _locked_fact(tenant: Tenant, fact_id: Any) -> Fact:

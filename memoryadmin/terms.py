@@ -46,6 +46,8 @@ TERMS: dict[str, Promise] = {
     "supersede": _("superseded"),
     "export": _("exported"),
     "import": _("imported"),
+    "join": _("joined by a near-duplicate"),
+    "conflict": _("conflict decided"),
     # what a tenant's audit event records
     "tenant_create": _("tenant created"),
     "tenant_rename": _("tenant renamed"),

@@ -1,20 +1,21 @@
 """Migration operations for the database half of tenant isolation.
 
 Row-level security admits a row when its tenant_id equals the transaction's `app.tenant_id`
-(set by `tenants.scope.tenant_scope`), or when `app.all_tenants` is 'on' (set only by
-`all_tenants_scope`). FORCE applies the policy to the table's owner too, which is the role the
-application connects as; only superusers and BYPASSRLS roles escape it, so the application's
-role must be neither (`/healthz` and a system check say so when it is).
+(set by `tenants.scope.tenant_scope`), and nothing else to the runtime role. FORCE applies the
+policy to the table's owner too; the owner (the role that runs migrations) also has the
+`owner_cross_tenant` policy, which admits every row only while `app.cross_tenant` is on: the
+SECURITY DEFINER functions of tenants/migrations/0005_database_roles.py set it for their own
+duration, and data migrations that must see every tenant set it themselves. Superusers and
+BYPASSRLS roles escape every policy, so the runtime role must be neither and must own no table
+(`/healthz` and a system check say so, memoryadmin.roles).
 """
 
 from __future__ import annotations
 
 from django.db import migrations
 
-TENANT_PREDICATE = (
-    "(current_setting('app.all_tenants', true) = 'on' "
-    "OR tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::bigint)"
-)
+TENANT_PREDICATE = "(tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::bigint)"
+OWNER_PREDICATE = "(current_setting('app.cross_tenant', true) = 'on')"
 
 
 def tenant_rls(table: str) -> migrations.RunSQL:
@@ -24,8 +25,11 @@ def tenant_rls(table: str) -> migrations.RunSQL:
             f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
             f"CREATE POLICY tenant_isolation ON {table} "
             f"USING {TENANT_PREDICATE} WITH CHECK {TENANT_PREDICATE}",
+            f"CREATE POLICY owner_cross_tenant ON {table} TO CURRENT_USER "
+            f"USING {OWNER_PREDICATE} WITH CHECK {OWNER_PREDICATE}",
         ],
         reverse_sql=[
+            f"DROP POLICY owner_cross_tenant ON {table}",
             f"DROP POLICY tenant_isolation ON {table}",
             f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY",
             f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",

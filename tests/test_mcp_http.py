@@ -372,3 +372,43 @@ def test_malformed_requests_get_a_clear_4xx_or_json_rpc_error_never_a_5xx(
         headers={**headers, "Content-Type": "text/plain"},
     )  # fmt: skip
     assert wrong_type.status_code == 400 and "Content-Type" in wrong_type.text
+
+
+def test_a_key_limited_to_a_scope_reads_and_writes_only_there_over_http(
+    live_server, mcp_team, system_actor
+) -> None:
+    from facts.services import fact_add
+    from tenants.services import apikey_create
+
+    inside = fact_add(tenant=mcp_team.tenant, content="Team A ships on Mondays",
+                      actor=system_actor, scope="team:a/project:x").fact  # fmt: skip
+    sibling = fact_add(tenant=mcp_team.tenant, content="Team AB ships on Mondays too",
+                       actor=system_actor, scope="team:ab").fact  # fmt: skip
+    limited = apikey_create(
+        tenant=mcp_team.tenant, name="team-a", actor=system_actor, scope_prefix="team:a"
+    )
+
+    async def work() -> dict[str, Any]:
+        async with http_session(live_server.url, limited.token) as session:
+            found = payload(await session.call_tool("memory_search", {"query": "ships on Mondays"}))
+            stored = payload(
+                await session.call_tool("memory_store", {"content": "A retros Fridays"})
+            )
+            outside = await session.call_tool(
+                "memory_store", {"content": "Elsewhere", "scope": "team:b"}
+            )
+            rate = await session.call_tool(
+                "memory_feedback", {"fact_id": sibling.pk, "helpful": True}
+            )
+            return dict(found=found, stored=stored, outside=outside, rate=rate)
+
+    got = run(work)
+    assert [row["fact_id"] for row in got["found"]["results"]] == [inside.pk]
+    assert got["stored"]["scope"] == "team:a"
+    assert got["outside"].isError
+    assert (
+        payload(got["outside"])["error"]
+        == "scope: this API key may only use the scope team:a and below"
+    )
+    assert got["rate"].isError
+    assert payload(got["rate"])["error"] == f"fact_id: fact {sibling.pk} not found"
