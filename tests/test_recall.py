@@ -17,6 +17,7 @@ from facts.models import Fact, FactVector
 from facts.selectors import fact_get
 from retrieval.context import context_build, context_cached
 from retrieval.embedders import get_embedder
+from retrieval import search
 from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
 from retrieval.vectors import index_name
@@ -247,6 +248,36 @@ def test_conversation_turns_lift_their_neighbours(tenant, system_actor) -> None:
     hits = recall_search(tenant=tenant, query="Where did Caroline go hiking?", kind="turn").hits
     assert hits[0].fact.content == "Yosemite, we hiked to Half Dome"
     assert hits[0].factors["speaker"] > 0 and hits[0].factors["neighbour"] > 0
+
+
+def test_the_turns_next_to_a_candidate_join_it_scored_by_every_channel(
+    tenant, system_actor, monkeypatch
+) -> None:
+    lines = [
+        ("Caroline", "Did you see the game last night?"),
+        ("Melanie", "No, what happened?"),
+        ("Caroline", "Guess where I went last weekend!"),
+        ("Melanie", "Where?"),
+        ("Caroline", "Yosemite, we hiked to Half Dome"),
+        ("Melanie", "Wow, sounds amazing"),
+    ]
+    for position, (speaker, text) in enumerate(lines):
+        services.fact_add(
+            tenant=tenant, content=text, kind="turn", session_id="s1", position=position,
+            speaker=speaker, actor=system_actor,
+        )  # fmt: skip
+    while facts_embed_batch(tenant=tenant):
+        pass
+    monkeypatch.setattr(search, "CANDIDATES", 1)  # each channel brings its single best turn
+    hits = recall_search(tenant=tenant, query="Yosemite Half Dome hike", kind="turn").hits
+    found = {h.fact.content: h for h in hits}
+    assert hits[0].fact.content == lines[4][1]
+    # The turns before and after it came in as neighbours, and both channels scored them.
+    for neighbour in (lines[3][1], lines[5][1]):
+        assert neighbour in found
+        assert found[neighbour].factors["neighbour"] > 0
+    assert all(set(h.channels) == {"fts", "vec"} for h in hits)
+    assert lines[0][1] not in found, "a turn far from every candidate stays out"
 
 
 def test_an_outsider_recalls_nothing_of_this_tenant(tenant, other_tenant, system_actor) -> None:
