@@ -15,9 +15,9 @@ from facts import services
 from facts.embedding import facts_embed_batch
 from facts.models import Fact, FactVector
 from facts.selectors import fact_get
+from retrieval import search
 from retrieval.context import context_build, context_cached
 from retrieval.embedders import get_embedder
-from retrieval import search
 from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
 from retrieval.vectors import index_name
