@@ -10,7 +10,8 @@ they are. The means are computed once per model and process from `language_refer
 the tuning sentences of bench/data, none of them from the benchmarks the figures come from).
 
 A question is Chinese when it holds a Han character; otherwise it counts as English (any
-Latin-script text). Only the question changes: stored vectors stay as the model made them.
+Latin-script text); a fact likewise, for fusion (`retrieval.search`). Stored vectors stay as the
+model made them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from django.conf import settings
 from retrieval.embedders import Embedder
 
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# The same test in PostgreSQL's regular expressions, for candidates read by SQL.
+SQL_HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
 REFERENCE = Path(__file__).with_name("language_reference.jsonl")
 LANGUAGES = ("zh", "en")
 

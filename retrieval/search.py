@@ -22,7 +22,7 @@ from facts.entities import entities_found, entity_dictionary, entity_extractor, 
 from facts.models import Category, Fact, Kind
 from retrieval import sql
 from retrieval.embedders import EmbedderError
-from retrieval.language import query_without_language
+from retrieval.language import query_without_language, text_language
 from retrieval.stats import corpus_stats
 from retrieval.text import analyze
 from retrieval.vectors import embedder_for, serving_space
@@ -44,6 +44,10 @@ ENTITY_GATED = True
 # The query's vector without its language (retrieval.language): questions find memories
 # written in the other language.
 CENTRE_QUERY = True
+# Full text can hardly match a memory in the other language than the question's: for such a
+# memory its silence says little (see _fuse). Needed once every candidate is scored by both
+# channels: full text's same-language matches then keep their vector score too.
+CROSS_LANGUAGE_REWEIGHT = True
 # Candidate generation (README "Recall": the gap to scoring every turn): the turns next to each
 # channel's NEIGHBOURS best are candidates too, and every channel scores every candidate.
 NEIGHBOURS = CANDIDATES
@@ -88,6 +92,7 @@ class _Candidate(NamedTuple):
     speaker: str
     trust_score: float
     created_at: datetime
+    han: bool  # Chinese (retrieval.language)
 
 
 def _clean_query(query: Any) -> str:
@@ -297,11 +302,19 @@ def _complete_scores(
 # -- fusion -----------------------------------------------------------------------------------
 
 
-def _fuse(fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, float]) -> float:
+def _fuse(
+    fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, float], foreign: bool
+) -> float:
     """Weighted sum of the channels. With ENTITY_GATED, entities only re-rank what the text
-    and vector channels found: alone they pulled in every turn that names a common person."""
+    and vector channels found: alone they pulled in every turn that names a common person.
+    A `foreign` fact (not in the question's language), which full text can hardly match, has
+    its full-text score taken from its vector's when full text found anything at all: squared,
+    so that only a close vector match makes up for the silence."""
     textual = [c for c in normalised if c != "entity"]
     score = sum(weights[c] * normalised[c].get(fid, 0.0) for c in textual)
+    if foreign and normalised.get("fts") and "vec" in normalised:
+        fts, vec = normalised["fts"].get(fid, 0.0), normalised["vec"].get(fid, 0.0)
+        score += weights["fts"] * max(0.0, vec * vec - fts)
     if "entity" in normalised and (score > 0 or not ENTITY_GATED or not textual):
         score += weights["entity"] * normalised["entity"].get(fid, 0.0)
     return score
@@ -374,7 +387,11 @@ def recall_rank(
     """(score, fact id, factors) of every candidate, best first: fusion, lifts, trust, decay."""
     tuning = tuning or Tuning()
     candidates, normalised = gathered.candidates, gathered.normalised
-    fused = {fid: _fuse(fid, normalised, weights) for fid in candidates}
+    chinese = text_language(gathered.query) == "zh"
+    fused = {
+        fid: _fuse(fid, normalised, weights, CROSS_LANGUAGE_REWEIGHT and c.han != chinese)
+        for fid, c in candidates.items()
+    }
     lifts = _conversation_lift(candidates, fused, gathered.query, tuning)
     moment = now or timezone.now()
     scored = []
@@ -421,10 +438,10 @@ def _gather(
     missing = set().union(*(s.keys() for s in normalised.values())) - candidates.keys()
     if missing:
         candidates.update(
-            (row[0], _Candidate(*row))
+            (row[0], _Candidate(*row[:-1], han=text_language(row[-1]) == "zh"))
             for row in Fact.objects.for_tenant(tenant)
             .filter(pk__in=missing)
-            .values_list(*_Candidate._fields)
+            .values_list(*_Candidate._fields[:-1], "content")
         )
     return Gathered(query=query, candidates=candidates, normalised=normalised)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
+from retrieval.language import SQL_HAN
 from tenants.scope import current_scope_limit, scope_sql
 
 
@@ -45,13 +46,20 @@ class Filters:
         return " AND ".join(clauses), params
 
 
-# What fusion needs of a fact, returned with each candidate so that no second query fetches it.
-FACT_COLUMNS = ("kind", "session_id", "position", "speaker", "trust_score", "created_at")
+# What fusion needs of a fact, returned with each candidate so that no second query fetches it;
+# "han" (the content holds a Han character: the fact is Chinese) is computed from the content.
+FACT_COLUMNS = ("kind", "session_id", "position", "speaker", "trust_score", "created_at", "han")
 Candidate = tuple[int, float, tuple[object, ...]]  # (id, channel score, FACT_COLUMNS)
 
 
-def _columns(alias: str) -> str:
-    return ", ".join(f"{alias}.{column}" for column in FACT_COLUMNS)
+def _columns(alias: str, *, table: bool = False) -> str:
+    """The columns as selected from the fact table itself (`table`) or from a query that
+    already selected them."""
+    return ", ".join(
+        f"({alias}.content ~ '{SQL_HAN}') AS han" if table and column == "han" else
+        f"{alias}.{column}"
+        for column in FACT_COLUMNS
+    )  # fmt: skip
 
 
 def _candidates(rows: list[tuple[object, ...]]) -> list[Candidate]:
@@ -124,7 +132,7 @@ def fts_ranked(
     with connection.cursor() as cursor:
         cursor.execute(
             "WITH c AS MATERIALIZED ("  # noqa: S608 - clauses are ours, values are parameters
-            f"SELECT f.id, f.search_vector AS v, {_columns('f')} FROM facts_fact f "
+            f"SELECT f.id, f.search_vector AS v, {_columns('f', table=True)} FROM facts_fact f "
             f"WHERE f.tenant_id = %s AND f.search_vector @@ %s::tsquery AND {where} LIMIT %s), "
             f"pre AS (SELECT c.*, {norm} AS norm FROM c "
             f"ORDER BY ({once}) / (1 + {norm}) DESC LIMIT %s) "
@@ -202,7 +210,7 @@ def turn_neighbours(
     where, params = filters.sql()
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT f.id, {_columns('f')} FROM facts_fact f "  # noqa: S608 - ours
+            f"SELECT f.id, {_columns('f', table=True)} FROM facts_fact f "  # noqa: S608 - ours
             "JOIN unnest(%s::text[], %s::int[]) AS n(session_id, position) "
             "ON f.session_id = n.session_id AND f.position = n.position "
             f"WHERE f.tenant_id = %s AND f.kind = 'turn' AND {where}",
@@ -246,7 +254,7 @@ def vector_candidates(
             # join on (tenant_id, id) was, on tables not yet analysed, a nested loop that read
             # the whole tenant once per vector. The vector is the tenant's (v.tenant_id), its
             # fact the same tenant's (same-tenant key), and row-level security stands behind.
-            f"CROSS JOIN LATERAL (SELECT {_columns('f')} FROM facts_fact f "
+            f"CROSS JOIN LATERAL (SELECT {_columns('f', table=True)} FROM facts_fact f "
             f"WHERE f.id = v.fact_id AND {where} OFFSET 0) f "
             "WHERE v.tenant_id = %s AND v.model = %s "
             f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
