@@ -1,7 +1,9 @@
 """recall_search: the one hybrid recall that agents, the API and the admin all use.
 
-query -> channels (full text with BM25, vector, entities) -> min-max normalised weighted sum
--> conversation-aware lift for turns -> x trust -> x 0.5^(age / half-life) -> top k.
+query -> channels (full text with BM25, vector with the question's language taken out,
+entities) -> the turns next to their candidates join -> every candidate scored by full text and
+vector -> min-max normalised weighted sum -> conversation-aware lift for turns -> x trust
+-> x 0.5^(age / half-life) -> top k.
 """
 
 from __future__ import annotations
