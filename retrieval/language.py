@@ -4,10 +4,11 @@ A multilingual embedding model places every text partly by its language: a Chine
 closer to Chinese memories about other things than to the English memory it asks for (e5:
 zh→en R@1 .15 with the vector channel alone). Removing the question's language from its vector
 (subtracting the mean vector of that language's texts, then normalising again) leaves what it
-is about: measured on bench.crosslingual (203 pairs), R@1 .98 or better both ways with e5, stored vectors as
-they are. The means are computed once per model and process from `language_reference.jsonl`
-(110 Chinese and 112 English everyday sentences written for the project,
-the tuning sentences of bench/data, none of them from the benchmarks the figures come from).
+is about: measured on bench.crosslingual (203 pairs), R@1 .98 or better both ways with e5,
+stored vectors as they are. The means are computed once per model from
+`language_reference.jsonl` (110 Chinese and 112 English everyday sentences written for the
+project, the tuning sentences of bench/data, none of them from the benchmarks the figures come
+from) and kept beside the prepared models.
 
 A question is Chinese when it holds a Han character; otherwise it counts as English (any
 Latin-script text); a fact likewise, for fusion (`retrieval.search`). Stored vectors stay as the
