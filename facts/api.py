@@ -27,7 +27,7 @@ from facts.models import (
 )
 from facts.selectors import AUDIT_SOURCES, MAX_ID, MAX_PAGE, audit_actions
 from memoryadmin.api.base import Need, TenantViewSet, page
-from memoryadmin.api.parsers import JSONLinesParser, JSONLParser
+from memoryadmin.api.parsers import JSONLinesParser, JSONLParser, TarParser
 from memoryadmin.api.strict import StrictSerializer
 from tenants.errors import InvalidInput
 from tenants.services import audit_export_record
@@ -57,7 +57,10 @@ class FactOut(serializers.Serializer):
     unhelpful_count = serializers.IntegerField()
     retrieval_count = serializers.IntegerField()
     last_retrieved_at = serializers.DateTimeField(allow_null=True)
-    importance = serializers.FloatField()
+    importance = serializers.FloatField(
+        help_text="0-1 from feedback, retrievals, recency of use and trust; 1 when pinned"
+    )
+    pinned = serializers.BooleanField(help_text="always remember: never archived by retention")
     mention_count = serializers.IntegerField(
         help_text="how often it was stated: near-duplicates that joined it count too"
     )
@@ -108,6 +111,10 @@ class FactListQuery(StrictSerializer):
     created_before = serializers.DateTimeField(required=False)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
     cursor = serializers.CharField(required=False, max_length=500)
+    order = serializers.ChoiceField(
+        choices=[("newest", "newest first"), ("importance", "most important first")],
+        default="newest",
+    )
 
 
 class PageQuery(StrictSerializer):
@@ -136,6 +143,10 @@ class FactCreateIn(StrictSerializer):
         help_text="starting trust; omitted: the tenant's default_trust",
     )  # fmt: skip
     created_at = serializers.DateTimeField(required=False, help_text="when it was said or learnt")
+    pin = serializers.BooleanField(
+        required=False, source="pinned",
+        help_text="always remember: first among the known facts, never archived by retention",
+    )  # fmt: skip
 
 
 class FactCreatedOut(serializers.Serializer):
@@ -161,6 +172,10 @@ class FactUpdateIn(StrictSerializer):
     trust_delta = serializers.FloatField(
         required=False, min_value=-1, max_value=1, help_text="added to trust, clamped to [0, 1]"
     )
+    pin = serializers.BooleanField(
+        required=False, source="pinned",
+        help_text="true: always remember (importance 1, never archived); false: unpin",
+    )  # fmt: skip
 
 
 class FeedbackIn(StrictSerializer):
@@ -296,6 +311,7 @@ _FACT = {
     "retrieval_count": 3,
     "last_retrieved_at": "2026-12-02T10:00:00Z",
     "importance": 0.4,
+    "pinned": False,
     "mention_count": 1,
     "status": "active",
     "superseded_by": None,
@@ -350,6 +366,7 @@ class FactViewSet(TenantViewSet):
             created_before=query.get("created_before"),
             limit=query["limit"],
             cursor=query.get("cursor"),
+            order=query["order"],
         )
         return page(FactOut(result.facts, many=True).data, result.next_cursor)
 
@@ -419,6 +436,7 @@ class FactViewSet(TenantViewSet):
                 request_only=True,
             ),
             OpenApiExample("trust less", value={"trust_delta": -0.2}, request_only=True),
+            OpenApiExample("always remember", value={"pin": True}, request_only=True),
             OpenApiExample("changed", value=_FACT, response_only=True),
         ],
         tags=["facts"],
@@ -562,6 +580,93 @@ class FactImportViewSet(TenantViewSet):
         lines = body.split("\n")
         report = services.fact_import(tenant=self.tenant, lines=lines, actor=self.actor)
         return Response({"counts": report.counts, "lines": [vars(line) for line in report.lines]})
+
+
+# -- bundles: a whole tenant out and in ------------------------------------------------------
+
+
+class BundleExportQuery(StrictSerializer):
+    scope = serializers.CharField(required=False, max_length=255, help_text="only this scope")
+    since = serializers.DateTimeField(required=False, help_text="only facts changed since")
+
+
+class BundleImportOut(serializers.Serializer):
+    added = serializers.IntegerField()
+    exists = serializers.IntegerField(help_text="already there: not added again")
+    restored = serializers.IntegerField(help_text="archived here, active in the bundle: back")
+    entities_added = serializers.IntegerField()
+    vectors_kept = serializers.IntegerField(help_text="the bundle's model is the one served")
+    to_embed = serializers.IntegerField(help_text="facts the workers embed anew")
+    model = serializers.CharField(help_text="the embedding model of the bundle's vectors")
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="records by type")
+
+
+class BundleViewSet(TenantViewSet):
+    """Export the tenant into a bundle (a tar of its three files) and import one."""
+
+    needs = {"export": Need.PEOPLE, "create": Need.MANAGE}
+    parser_classes = [TarParser]
+
+    @property
+    def max_body_bytes(self) -> int:  # type: ignore[override]
+        return settings.MNEMOSYNE_API_MAX_BUNDLE_BYTES
+
+    @extend_schema(
+        summary="Export the tenant (or a scope) as a bundle",
+        description="A tar of `bundle.dat` (compressed records), `bundle.idx` (offset, length "
+        "and CRC32 per record) and `bundle.manifest.json` (format, tenant, model, counts, "
+        "checksums): facts, entities, feedback, history and vectors. Streamed; audited.",
+        parameters=[BundleExportQuery],
+        responses={(200, "application/x-tar"): OpenApiTypes.BINARY},
+        tags=["bundles"],
+    )
+    def export(self, request: Request, tenant: str | None = None) -> StreamingHttpResponse:
+        import tempfile
+        from pathlib import Path
+
+        from facts.transfer import bundle_tar_stream, tenant_export
+
+        query = _valid(BundleExportQuery, request.query_params)
+        folder = Path(tempfile.mkdtemp(prefix="mnemosyne-export-"))
+        stem = folder / "bundle"
+        tenant_export(tenant=self.tenant, out=stem, actor=self.actor,
+                      scope=query.get("scope"), since=query.get("since"))  # fmt: skip
+        response = StreamingHttpResponse(
+            bundle_tar_stream(stem, cleanup=folder), content_type="application/x-tar"
+        )
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        name = f"mnemosyne-{self.tenant.slug}-{stamp}.bundle.tar"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+    @extend_schema(
+        summary="Import a bundle (admins)",
+        description="The tar `export` gives (or an archive bundle's three files in a tar). "
+        "Verified in full first: a damaged bundle is refused (400) naming the first bad record, "
+        "and nothing is imported. All or nothing; importing twice adds nothing.",
+        request={"application/x-tar": OpenApiTypes.BINARY},
+        responses={200: BundleImportOut},
+        tags=["bundles"],
+    )
+    def create(self, request: Request, tenant: str | None = None) -> Response:
+        import shutil
+        import tempfile
+        from pathlib import Path
+
+        from facts.bundles import BundleError
+        from facts.transfer import bundle_from_tar, tenant_import
+
+        if not hasattr(request.data, "read"):
+            raise InvalidInput("bundle", "send the bundle as application/x-tar")
+        folder = Path(tempfile.mkdtemp(prefix="mnemosyne-import-"))
+        try:
+            stem = bundle_from_tar(request.data, folder)
+            summary = tenant_import(tenant=self.tenant, path=stem, actor=self.actor)
+        except BundleError as error:
+            raise InvalidInput("bundle", f"refused, nothing imported: {error}") from None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return Response(BundleImportOut(summary).data)
 
 
 # -- entities ---------------------------------------------------------------------------------

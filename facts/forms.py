@@ -57,6 +57,12 @@ class FactFilterForm(forms.Form):
     trust_max = forms.FloatField(label=_("Trust to"), required=False, min_value=0, max_value=1)
     created_after = forms.DateField(label=_("Stored from"), required=False, widget=DateInput)
     created_before = forms.DateField(label=_("Stored until"), required=False, widget=DateInput)
+    order = forms.ChoiceField(
+        label=_("Order"),
+        required=False,
+        choices=[("importance", _("most important first")), ("newest", _("newest first"))],
+        initial="importance",
+    )
     cursor = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)
 
     def clean(self) -> dict[str, Any]:

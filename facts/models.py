@@ -49,7 +49,14 @@ class Fact(TenantOwned):
     unhelpful_count = models.PositiveIntegerField(default=0)
     retrieval_count = models.PositiveIntegerField(default=0)
     last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    # facts.importance.importance_expression, recomputed by beat and after feedback; 1 if pinned.
     importance = models.FloatField(default=0.0)
+    # "Always remember": first among the known facts, never archived by retention.
+    pinned = models.BooleanField(default=False)
+    # Set by retention when it archives the fact; the bundle (a stem under the archive folder)
+    # that holds its copy, kept after a restore so that a purge can take it out again.
+    archived_at = models.DateTimeField(null=True, blank=True)
+    archive_bundle = models.CharField(max_length=200, blank=True, default="")
     # How many times this was stated: near-duplicates that joined it count here.
     mention_count = models.PositiveIntegerField(default=1)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
@@ -350,3 +357,50 @@ class ConflictScan(TenantOwned):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant"], name="conflictscan_once")]
+
+
+class RetentionRunStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+
+
+class RetentionRun(TenantOwned):
+    """One run of a tenant's retention policy (or a dry run of it): what it planned, how far it
+    came, what it did. Workers claim it with a lease; a run whose worker died is taken up again
+    once the lease has expired, and every batch it did stays done."""
+
+    trigger = models.CharField(max_length=16)  # "schedule" | "manual"
+    dry_run = models.BooleanField(default=False)
+    status = models.CharField(
+        max_length=8, choices=RetentionRunStatus.choices, default=RetentionRunStatus.QUEUED
+    )
+    # The policy as it was when the run planned, and the fact ids it planned per step.
+    policy = models.JSONField(default=dict)
+    plan = models.JSONField(default=dict)
+    # What it did so far: archived per reason, purged, bundles written; and where it is.
+    counts = models.JSONField(default=dict)
+    step = models.CharField(max_length=16, blank=True, default="")
+    batches_done = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    note = models.TextField(blank=True)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "-id"], name="retentionrun_tenant")]
+        constraints = [
+            # One real run at a time per tenant: two beats or two clicks cannot start two.
+            models.UniqueConstraint(
+                fields=["tenant"],
+                condition=models.Q(status__in=["queued", "running"], dry_run=False),
+                name="retentionrun_one_open",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"retention run {self.pk} of tenant {self.tenant_id} ({self.status})"

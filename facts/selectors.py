@@ -62,6 +62,25 @@ def _encode_cursor(fact: Fact) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode()
 
 
+ORDERS = ("newest", "importance")
+
+
+def _encode_importance_cursor(fact: Fact) -> str:
+    raw = f"importance|{fact.importance!r}|{fact.pk}"
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def _decode_importance_cursor(cursor: str) -> tuple[float, int]:
+    try:
+        tag, value, ident = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        importance, pk = float(value), int(ident)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidInput("cursor", "is not a cursor this list gave out") from None
+    if tag != "importance" or importance != importance or not 0 < pk <= MAX_ID:
+        raise InvalidInput("cursor", "is not a cursor this list gave out")
+    return importance, pk
+
+
 def _decode_cursor(cursor: str) -> tuple[datetime, int]:
     try:
         stamp, _, ident = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
@@ -94,9 +113,10 @@ def fact_list(
     entity_id: int | None = None,
     limit: int = 50,
     cursor: str | None = None,
+    order: str = "newest",
 ) -> FactPage:
-    """Newest first, in pages; `cursor` continues where the last page ended (keyset: stays
-    fast however deep one pages)."""
+    """Newest first (or most important first: `order="importance"`), in pages; `cursor`
+    continues where the last page ended (keyset: stays fast however deep one pages)."""
     from facts.models import Category
 
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
@@ -122,20 +142,26 @@ def fact_list(
         filters &= Q(created_at__gte=created_after)
     if created_before is not None:
         filters &= Q(created_at__lt=created_before)
-    if cursor:
+    if order not in ORDERS:
+        raise InvalidInput("order", f"must be one of {', '.join(ORDERS)}")
+    by_importance = order == "importance"
+    if cursor and by_importance:
+        value, ident = _decode_importance_cursor(cursor)
+        filters &= Q(importance__lt=value) | Q(importance=value, pk__lt=ident)
+    elif cursor:
         stamp, ident = _decode_cursor(cursor)
         filters &= Q(created_at__lt=stamp) | Q(created_at=stamp, pk__lt=ident)
+    ordering = ("-importance", "-id") if by_importance else ("-created_at", "-id")
     with tenant_scope(tenant):
         facts = Fact.objects.for_tenant(tenant)
         if entity_id is not None:
             links = FactEntity.objects.for_tenant(tenant).filter(entity_id=entity_id)
             facts = facts.filter(pk__in=links.values("fact_id"))
-        rows = list(
-            facts.filter(filters).defer("search_vector").order_by("-created_at", "-id")[: limit + 1]
-        )
+        rows = list(facts.filter(filters).defer("search_vector").order_by(*ordering)[: limit + 1])
     more = len(rows) > limit
     rows = rows[:limit]
-    return FactPage(facts=rows, next_cursor=_encode_cursor(rows[-1]) if more and rows else None)
+    encode = _encode_importance_cursor if by_importance else _encode_cursor
+    return FactPage(facts=rows, next_cursor=encode(rows[-1]) if more and rows else None)
 
 
 def fact_history(*, tenant: Tenant, fact_id: Any) -> list[FactEvent]:
@@ -476,12 +502,14 @@ def retention_preview(
             "max_active_facts",
             "purge_archived_after_days",
             "legal_hold",
+            "run_every_hours",
         )
     }
     if changes:
         values.update(retention_changes_validate(dict(changes)))
     moment = now or timezone.now()
     active = Q(status=Status.ACTIVE)
+    archivable = active & Q(pinned=False)  # a pinned fact is never archived
     archived = Q(status=Status.ARCHIVED)
     rules: dict[str, Q] = {}  # only the limits that are set: an unset one archives nothing
     if values["archive_after_days_unretrieved"] is not None:
@@ -489,30 +517,28 @@ def retention_preview(
         rules["unretrieved"] = Q(last_seen__lt=cutoff)
     if values["archive_below_trust"] is not None:
         rules["low_trust"] = Q(trust_score__lt=values["archive_below_trust"])
-    aggregates = {"active": Count("pk", filter=active), "archived": Count("pk", filter=archived)}
+    aggregates = {
+        "active": Count("pk", filter=active),
+        "archivable": Count("pk", filter=archivable),
+        "archived": Count("pk", filter=archived),
+    }
     for name, rule in rules.items():
-        aggregates[name] = Count("pk", filter=active & rule)
+        aggregates[name] = Count("pk", filter=archivable & rule)
     if rules:
         either = Q()
         for rule in rules.values():
             either |= rule
-        aggregates["either"] = Count("pk", filter=active & either)
+        aggregates["either"] = Count("pk", filter=archivable & either)
     if values["purge_archived_after_days"] is not None:
         cutoff = moment - timedelta(days=values["purge_archived_after_days"])
-        aggregates["purge"] = Count("pk", filter=archived & Q(archived_at__lt=cutoff))
-    archived_at = (
-        FactEvent.objects.for_tenant(tenant)
-        .filter(fact_id=OuterRef("pk"), action=EventAction.ARCHIVE)
-        .order_by("-at")
-        .values("at")[:1]
-    )
+        aggregates["purge"] = Count("pk", filter=archived & Q(archived_on__lt=cutoff))
     with tenant_scope(tenant):
         found = (
             Fact.objects.for_tenant(tenant)
             .annotate(
                 last_seen=Coalesce("last_retrieved_at", "created_at"),
-                # When it was archived; its last change where no archive event says so.
-                archived_at=Coalesce(Subquery(archived_at), "updated_at"),
+                # When retention archived it; its last change for facts archived otherwise.
+                archived_on=Coalesce("archived_at", "updated_at"),
             )
             .aggregate(**aggregates)
         )
@@ -520,6 +546,7 @@ def retention_preview(
     over = 0
     if values["max_active_facts"] is not None:
         over = max(0, counts["active"] - counts["either"] - values["max_active_facts"])
+        over = min(over, counts["archivable"] - counts["either"])
     hold = bool(values["legal_hold"])
     return RetentionPreview(
         legal_hold=hold,

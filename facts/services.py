@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from facts.conflicts import fact_join, fact_near_duplicate
 from facts.entities import fact_link_entities
+from facts.importance import importance_of_new, importance_recompute
 from facts.models import (
     Category,
     EventAction,
@@ -47,7 +48,9 @@ TRUST_UNHELPFUL = -0.10
 # `type:name` segments joined by "/": user:alice/project:beta. Names may be any script.
 _SCOPE_SEGMENT = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s/:]{1,100}$")
 # Fields an audit event snapshots.
-_AUDITED = ("content", "kind", "scope", "category", "tags", "trust_score", "status", "session_id")
+_AUDITED = (
+    "content", "kind", "scope", "category", "tags", "trust_score", "status", "session_id", "pinned",
+)  # fmt: skip
 
 
 # -- validation -------------------------------------------------------------------------------
@@ -147,6 +150,14 @@ def _clean_metadata(metadata: Any) -> dict[str, Any]:
     if size > MAX_METADATA_BYTES:
         raise InvalidInput("metadata", f"is larger than {MAX_METADATA_BYTES // 1024} KiB")
     return metadata
+
+
+def clean_flag(field: str, value: Any) -> bool:
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    if not isinstance(value, bool):
+        raise InvalidInput(field, "must be true or false")
+    return value
 
 
 def _clean_trust(field: str, value: Any, low: float, high: float) -> float:
@@ -278,6 +289,7 @@ def fact_add(
     created_at: datetime | None = None,
     idempotency_key: Any = None,
     join_similar: bool = True,
+    pinned: Any = False,
 ) -> AddResult:
     """Store a memory. The same fact again (same scope, same text up to case and spacing)
     returns the existing one; a removed or archived one comes back.
@@ -291,7 +303,11 @@ def fact_add(
     that disagrees) joins the stored fact: status "joined", that fact returned, its mention
     count, tags and entities grown. With `join_similar=False` (bulk imports) the worker's
     check does the same later.
+
+    `pinned` ("always remember"): the fact comes first among the known facts and retention
+    never archives it; adding a pinned text that is already stored pins the stored fact.
     """
+    pinned = clean_flag("pin", pinned)
     text = clean_content(content)
     key = _clean_short("idempotency_key", idempotency_key, 128)
     kind = _clean_kind(kind)
@@ -327,7 +343,7 @@ def fact_add(
         if kind == Kind.FACT:
             existing = _existing_fact(tenant, values)
             if existing is not None:
-                return _readd(tenant, existing, actor)
+                return _pin_too(tenant, _readd(tenant, existing, actor), pinned, actor)
             near = (
                 fact_near_duplicate(tenant=tenant, content=text, scope=values["scope"])
                 if join_similar
@@ -338,7 +354,8 @@ def fact_add(
                     tenant=tenant, fact=near.fact, content=text, tags=values["tags"],
                     actor=actor, similarity=near.similarity,
                 )  # fmt: skip
-                return AddResult(fact=joined, status="joined", similarity=near.similarity)
+                joined_result = AddResult(fact=joined, status="joined", similarity=near.similarity)
+                return _pin_too(tenant, joined_result, pinned, actor)
         elif position is None:
             position = _next_position(tenant, values["session_id"])
         try:
@@ -346,6 +363,10 @@ def fact_add(
                 fact = Fact.objects.create(
                     tenant=tenant,
                     position=position,
+                    pinned=pinned,
+                    importance=importance_of_new(
+                        trust=values["trust_score"], created_at=values["created_at"], pinned=pinned
+                    ),
                     search_vector=_search_vector(text),
                     **values,
                 )
@@ -360,6 +381,13 @@ def fact_add(
         _event(tenant, fact.pk, EventAction.CREATE, actor, after=_snapshot(fact))
         _schedule_embedding(tenant)
         return AddResult(fact=fact, status="added")
+
+
+def _pin_too(tenant: Tenant, result: AddResult, pinned: bool, actor: Actor) -> AddResult:
+    if not pinned or result.fact.pinned:
+        return result
+    fact = fact_update(tenant=tenant, fact_id=result.fact.pk, actor=actor, pinned=True)
+    return AddResult(fact=fact, status=result.status, similarity=result.similarity)
 
 
 def _replayed(tenant: Tenant, values: dict[str, Any], key: str) -> Fact | None:
@@ -417,9 +445,12 @@ def fact_update(
     tags: Any = _UNSET,
     scope: Any = _UNSET,
     trust_delta: Any = _UNSET,
+    pinned: Any = _UNSET,
 ) -> Fact:
     """Change what is given; the audit event records exactly the fields that changed."""
     changes: dict[str, Any] = {}
+    if pinned is not _UNSET:
+        changes["pinned"] = clean_flag("pin", pinned)
     if content is not _UNSET:
         changes["content"] = clean_content(content)
     if category is not _UNSET:
@@ -431,7 +462,7 @@ def fact_update(
     delta = None if trust_delta is _UNSET else _clean_trust("trust_delta", trust_delta, -1.0, 1.0)
     if not changes and delta is None:
         raise InvalidInput(
-            "fact", "nothing to update: give content, category, tags, scope or trust_delta"
+            "fact", "nothing to update: give content, category, tags, scope, trust_delta or pin"
         )
     with tenant_scope(tenant):
         fact = _locked_fact(tenant, fact_id)
@@ -466,7 +497,9 @@ def fact_update(
         _event(tenant, fact.pk, EventAction.UPDATE, actor, before=before, after=changed)
         if "content" in changed:
             _schedule_embedding(tenant)
-        fact.refresh_from_db(fields=["search_vector"])
+        if "pinned" in changed or "trust_score" in changed:
+            importance_recompute(tenant=tenant, fact_ids=[fact.pk])
+        fact.refresh_from_db(fields=["search_vector", "importance"])
         return fact
 
 
@@ -510,24 +543,17 @@ def fact_restore(*, tenant: Tenant, fact_id: Any, actor: Actor) -> Fact:
 
 
 def fact_purge(*, tenant: Tenant, fact_id: Any, actor: Actor, reason: str) -> int:
-    """Delete a fact for good (with its links and feedback). The audit keeps that it existed,
-    who purged it and why, but not its text. Returns the purged id."""
+    """Delete a fact for good (with its vectors, links and feedback, and out of its archive
+    bundle). The audit keeps that it existed, who purged it and why, but not its text: the
+    text in its earlier events becomes "[purged]". Returns the purged id."""
+    from facts.archive import facts_purge
+
     reason = (reason or "").strip()
     if not reason:
         raise InvalidInput("reason", "a purge needs a reason for the audit trail")
     with tenant_scope(tenant):
         fact = _locked_fact(tenant, fact_id)
-        purged_id = fact.pk
-        before = {
-            "kind": fact.kind,
-            "scope": fact.scope,
-            "status": fact.status,
-            "content_hash": fact.content_hash,
-            "content_length": len(fact.content),
-        }
-        Fact.objects.for_tenant(tenant).filter(pk=purged_id).delete()
-        _event(tenant, purged_id, EventAction.PURGE, actor, before=before, after={"reason": reason})
-        return purged_id
+        return facts_purge(tenant=tenant, facts=[fact], actor=actor, reason=reason)[0]
 
 
 # -- feedback ---------------------------------------------------------------------------------
@@ -557,6 +583,7 @@ def fact_feedback(*, tenant: Tenant, fact_id: Any, helpful: Any, actor: Actor) -
             fact.unhelpful_count += 1
         fact.save(update_fields=["trust_score", "helpful_count", "unhelpful_count", "updated_at"])
         Feedback.objects.create(tenant=tenant, fact=fact, helpful=helpful, actor=str(actor))
+        importance_recompute(tenant=tenant, fact_ids=[fact.pk])
         _event(
             tenant,
             fact.pk,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import InterfaceError, OperationalError
 
 from facts.embedding import facts_embed_batch
 from retrieval.vectors import vector_models_cleanup, vector_switch_finish
@@ -126,3 +128,81 @@ def facts_conflicts_sweep() -> int:
     for tenant_id in tenant_ids:
         facts_check_conflicts.delay(tenant_id)
     return len(tenant_ids)
+
+
+# -- importance ------------------------------------------------------------------------------
+
+
+@shared_task(
+    name="facts.tasks.facts_importance_recompute",
+    ignore_result=True,
+    autoretry_for=(ConnectionError, TimeoutError, OperationalError),
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=120,
+    time_limit=150,
+)
+def facts_importance_recompute(tenant_id: int) -> int:
+    """Recompute the importance of one tenant's active facts (one statement; safe to repeat)."""
+    from facts.importance import importance_recompute
+
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return 0
+    return importance_recompute(tenant=tenant)
+
+
+@shared_task(name="facts.tasks.facts_importance_sweep", ignore_result=True)
+def facts_importance_sweep() -> int:
+    """Beat: recompute every tenant's importance (recency moves with the clock)."""
+    tenant_ids = list(Tenant.objects.values_list("pk", flat=True))
+    for tenant_id in tenant_ids:
+        facts_importance_recompute.delay(tenant_id)
+    return len(tenant_ids)
+
+
+# -- retention ---------------------------------------------------------------------------------
+
+
+@shared_task(
+    name="facts.tasks.retention_run",
+    ignore_result=True,
+    autoretry_for=(ConnectionError, TimeoutError, OperationalError, InterfaceError),
+    retry_backoff=5,
+    retry_backoff_max=300,
+    max_retries=8,
+    soft_time_limit=300,
+    time_limit=360,
+)
+def retention_run(tenant_id: int, run_id: int) -> int:
+    """Work on a retention run for up to four minutes; re-queue itself until it is done. A
+    database outage retries with backoff (each committed batch stays done); any other error
+    marks the run failed, for the admin to see."""
+    from facts.retention import retention_run_execute, retention_run_fail
+
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return 0
+    try:
+        run = retention_run_execute(tenant=tenant, run_id=run_id)
+    except (ConnectionError, TimeoutError, OperationalError, InterfaceError):
+        raise
+    except SoftTimeLimitExceeded:
+        return 0  # the batch in hand rolled back; the sweep resends the run when its lease ends
+    except Exception as error:  # not transient: recorded, not retried
+        retention_run_fail(tenant=tenant, run_id=run_id, error=f"{type(error).__name__}: {error}")
+        raise
+    if run is not None and run.status == "queued":
+        retention_run.delay(tenant_id, run_id)  # out of time: the rest in a fresh task
+    return run.batches_done if run is not None else 0
+
+
+@shared_task(name="facts.tasks.retention_sweep", ignore_result=True)
+def retention_sweep() -> int:
+    """Beat: start the retention runs that are due; send again lost or orphaned ones."""
+    from facts.retention import retention_sweep as sweep
+
+    todo = sweep()
+    for tenant_id, run_id in todo:
+        retention_run.delay(tenant_id, run_id)
+    return len(todo)

@@ -49,7 +49,11 @@ class FactListPage(TenantPage):
         if data["q"].strip():
             return self._search(form)
         page = selectors.fact_list(
-            tenant=self.tenant, limit=PAGE_SIZE, cursor=data["cursor"] or None, **_filters(form)
+            tenant=self.tenant,
+            limit=PAGE_SIZE,
+            cursor=data["cursor"] or None,
+            order=data["order"] or "importance",
+            **_filters(form),
         )
         return self.render(
             "web/facts/list.html",
@@ -140,6 +144,63 @@ class FactExportPage(TenantPage):
         name = f"mnemosyne-{self.tenant.slug}-facts-{stamp}.{extension}"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
+
+
+@tenant_page("facts/export-bundle", name="facts_export_bundle", section="facts")
+class FactBundleExportPage(TenantPage):
+    """The whole tenant as a bundle (a tar of its three files), audited."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        import tempfile
+        from pathlib import Path
+
+        from facts.transfer import bundle_tar_stream, tenant_export
+
+        folder = Path(tempfile.mkdtemp(prefix="mnemosyne-export-"))
+        tenant_export(tenant=self.tenant, out=folder / "bundle", actor=self.actor)
+        response = StreamingHttpResponse(
+            bundle_tar_stream(folder / "bundle", cleanup=folder), content_type="application/x-tar"
+        )
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        name = f"mnemosyne-{self.tenant.slug}-{stamp}.bundle.tar"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+@tenant_page("facts/import-bundle", name="facts_import_bundle", section="facts")
+class FactBundleImportAction(WriteAction):
+    """Import an uploaded bundle, all or nothing."""
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        import shutil
+        import tempfile
+        from pathlib import Path
+
+        from facts.bundles import BundleError
+        from facts.transfer import bundle_from_tar, tenant_import
+
+        upload = request.FILES.get("bundle")
+        folder = Path(tempfile.mkdtemp(prefix="mnemosyne-import-"))
+        try:
+            if upload is None:
+                raise InvalidInput("bundle", _("Choose a bundle file (.bundle.tar) to import."))
+            stem = bundle_from_tar(upload, folder)
+            summary = tenant_import(tenant=self.tenant, path=stem, actor=self.actor)
+        except BundleError as error:
+            messages.error(request, _("Refused, nothing imported: %(error)s") % {"error": error})
+        except InvalidInput as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(
+                request,
+                _("Imported: %(added)d facts added, %(exists)d already there, %(restored)d "
+                  "restored; %(embed)d to embed.")
+                % {"added": summary.added, "exists": summary.exists,
+                   "restored": summary.restored, "embed": summary.to_embed},
+            )  # fmt: skip
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return redirect(self.url("facts"))
 
 
 @tenant_page("facts/bulk", name="facts_bulk", section="facts")
@@ -325,6 +386,20 @@ class FactFeedbackAction(_FactAction):
             "new": result.new_trust,
         }
         return self.done(fact_id, text)
+
+
+@tenant_page("facts/<id:fact_id>/pin", name="fact_pin", section="facts")
+class FactPinAction(_FactAction):
+    def post(self, request: HttpRequest, fact_id: int) -> HttpResponse:
+        pinned = request.POST.get("pinned")
+        if pinned not in ("true", "false"):
+            return self.refused(fact_id, InvalidInput("pinned", _("Say pin or unpin.")))
+        fact = services.fact_update(
+            tenant=self.tenant, fact_id=fact_id, actor=self.actor, pinned=pinned == "true"
+        )
+        if fact.pinned:
+            return self.done(fact_id, _("Pinned: always remembered, never archived."))
+        return self.done(fact_id, _("Unpinned: importance follows use again."))
 
 
 @tenant_page("facts/<id:fact_id>/remove", name="fact_remove", section="facts")

@@ -1,4 +1,5 @@
-"""`mnemosyne hermes install` / `uninstall`: connect a Hermes profile to Mnemosyne, or undo it.
+"""`mnemosyne hermes install` / `uninstall` / `import`: connect a Hermes profile to Mnemosyne,
+undo it, or bring along what it remembers (hermes_provider.memories).
 
 Install first asks the server who the API key is (`/api/v1/agent/whoami`) and stops, changing
 nothing, when the server does not answer or refuses the key. It writes
@@ -284,16 +285,21 @@ def uninstall(*, hermes_home: Path, say: Callable[[str], None]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`mnemosyne hermes install|uninstall ...` (no Django, no database)."""
+    """`mnemosyne hermes install|uninstall|import ...` (no Django, no database)."""
+    from hermes_provider.memories import ImportFailed, offer_import, profile_import, summary
+
     parser = argparse.ArgumentParser(
         prog="mnemosyne hermes",
-        description="Connect a Hermes Agent profile to Mnemosyne (install), or disconnect it "
-        "(uninstall).",
+        description="Connect a Hermes Agent profile to Mnemosyne (install), disconnect it "
+        "(uninstall), or bring along what it remembers (import).",
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="install|uninstall")
+    actions = parser.add_subparsers(
+        dest="action", required=True, metavar="install|uninstall|import"
+    )
     for name, text in (
         ("install", "write the plugin into the profile and point its config.yaml at Mnemosyne"),
         ("uninstall", "remove the plugin and Mnemosyne's settings from the profile"),
+        ("import", "import the profile's memories (memory_store.db, MEMORY.md, USER.md)"),
     ):
         sub = actions.add_parser(name, help=text, description=text)
         sub.add_argument(
@@ -302,7 +308,7 @@ def main(argv: list[str]) -> int:
             default=None,
             help="the profile's HERMES_HOME (default: $HERMES_HOME, else ~/.hermes)",
         )
-        if name == "install":
+        if name in ("install", "import"):
             sub.add_argument(
                 "--url", required=True, help="the Mnemosyne server, e.g. http://127.0.0.1:8000"
             )
@@ -311,8 +317,16 @@ def main(argv: list[str]) -> int:
                 "--scope", help="scope the profile writes to and reads, e.g. project:beta"
             )
             sub.add_argument("--ca-file", help="the CA of a server with a private TLS certificate")
+        if name == "install":
+            sub.add_argument(
+                "--import-memories",
+                choices=["ask", "yes", "no"],
+                default="ask",
+                help="bring along the profile's existing memories (default: ask when run in a "
+                "terminal, else say how)",
+            )
     options = parser.parse_args(argv)
-    home = options.hermes_home or default_hermes_home()
+    home = (options.hermes_home or default_hermes_home()).expanduser()
     say = print
     try:
         if options.action == "install":
@@ -324,9 +338,28 @@ def main(argv: list[str]) -> int:
                 ca_file=options.ca_file,
                 say=say,
             )
+            offer_import(
+                url=options.url.strip().rstrip("/"),
+                api_key=options.api_key.strip(),
+                hermes_home=home,
+                scope=options.scope,
+                ca_file=options.ca_file or "",
+                choice=options.import_memories,
+                say=say,
+            )
+        elif options.action == "import":
+            say(f"Importing the memories of the Hermes profile in {home}")
+            result = profile_import(
+                url=options.url.strip().rstrip("/"),
+                api_key=options.api_key.strip(),
+                hermes_home=home,
+                scope=options.scope,
+                ca_file=options.ca_file or "",
+            )
+            say(summary(result))
         else:
             uninstall(hermes_home=home, say=say)
-    except InstallError as problem:
+    except (InstallError, ImportFailed) as problem:
         print(f"mnemosyne hermes: {problem}", file=sys.stderr)
         return 1
     return 0

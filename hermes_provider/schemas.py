@@ -48,6 +48,11 @@ FACT_STORE_SCHEMA: dict[str, Any] = {
             "category": {"type": "string", "enum": CATEGORIES},
             "tags": {"type": "string", "description": "Comma-separated tags."},
             "trust_delta": {"type": "number", "description": "Trust adjustment for 'update'."},
+            "pin": {
+                "type": "boolean",
+                "description": "Optional for 'add'/'update': true = always remember this fact "
+                "(it leads the known facts and is never archived); false = unpin.",
+            },
             "min_trust": {"type": "number", "description": "Minimum trust filter (default: 0.3)."},
             "limit": {"type": "integer", "description": "Max results (default: 10)."},
             "scope": {

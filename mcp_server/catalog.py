@@ -220,6 +220,11 @@ TOOLS: list[ToolSpec] = [
             "scope": _SCOPE_WRITE,
             "category": _CATEGORY,
             "tags": _TAGS,
+            "pin": {
+                "type": "boolean",
+                "description": "true: always remember this (it leads the known facts and is "
+                "never archived); false: unpin.",
+            },
         },
         required=["content"],
         need="write",
@@ -248,7 +253,7 @@ TOOLS: list[ToolSpec] = [
         name="memory_update",
         title="Correct a memory",
         description=(
-            "Change a stored fact: its content, category, tags or scope (give only what "
+            "Change a stored fact: its content, category, tags, scope or pin (give only what "
             "changes). The change is recorded in the fact's history with this API key as its "
             "author."
         ),
@@ -258,6 +263,11 @@ TOOLS: list[ToolSpec] = [
             "scope": _SCOPE_WRITE,
             "category": _CATEGORY,
             "tags": _TAGS,
+            "pin": {
+                "type": "boolean",
+                "description": "true: always remember this (it leads the known facts and is "
+                "never archived); false: unpin.",
+            },
         },
         required=["fact_id"],
         need="write",

@@ -153,6 +153,7 @@ class StoreArgs:
     scope: str | None
     category: str | None
     tags: list[str] | None
+    pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ class FeedbackArgs:
 @dataclass(frozen=True)
 class UpdateArgs:
     fact_id: int
-    changes: dict[str, Any]  # content, scope, category, tags: only those given
+    changes: dict[str, Any]  # content, scope, category, tags, pinned: only those given
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,7 @@ def store_args(args: Arguments) -> StoreArgs:
         scope=args.text("scope", limit=255),
         category=args.choice("category", CATEGORIES),
         tags=args.tags("tags"),
+        pinned=args.flag("pin") if args.has("pin") else False,
     )
 
 
@@ -238,8 +240,10 @@ def update_args(args: Arguments) -> UpdateArgs:
         changes["category"] = args.choice("category", CATEGORIES)
     if args.has("tags"):
         changes["tags"] = args.tags("tags")
+    if args.has("pin"):
+        changes["pinned"] = args.flag("pin")
     if not changes:
-        raise InvalidInput("content", "give what changes: content, scope, category or tags")
+        raise InvalidInput("content", "give what changes: content, scope, category, tags or pin")
     return UpdateArgs(fact_id=ident, changes=changes)
 
 

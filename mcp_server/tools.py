@@ -210,6 +210,7 @@ def _store(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
         scope=_scope(binding, given.scope),
         category=given.category,
         tags=given.tags,
+        pinned=given.pinned,
     )
     return {"fact_id": result.fact.pk, "status": result.status, "scope": result.fact.scope}
 

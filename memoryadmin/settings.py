@@ -210,6 +210,10 @@ MNEMOSYNE_API_MAX_IMPORT_BYTES = env_int(
     "MNEMOSYNE_API_MAX_IMPORT_BYTES", 16 * 1024 * 1024, minimum=1024
 )
 # Django's own cap on request.body must not cut an import short; the API checks its limits first.
+# A bundle uploaded to `bundle/import` (a tar, spooled to disk as it arrives).
+MNEMOSYNE_API_MAX_BUNDLE_BYTES = env_int(
+    "MNEMOSYNE_API_MAX_BUNDLE_BYTES", 2 * 1024 * 1024 * 1024, minimum=1024
+)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(MNEMOSYNE_API_MAX_BODY_BYTES, MNEMOSYNE_API_MAX_IMPORT_BYTES)
 MNEMOSYNE_API_RATES = {
     "key": env_rate("MNEMOSYNE_API_RATE_KEY", "1200/minute"),
@@ -318,6 +322,19 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 300},
     },
+    # Importance follows use and the clock (recency); feedback recomputes a fact at once.
+    "importance-sweep": {
+        "task": "facts.tasks.facts_importance_sweep",
+        "schedule": float(env_int("MNEMOSYNE_IMPORTANCE_SWEEP_SECONDS", 3600, minimum=1)),
+        "options": {"expires": 3600},
+    },
+    # Starts each tenant's retention run when its policy's interval has passed; sends again
+    # runs whose message was lost or whose worker died.
+    "retention-sweep": {
+        "task": "facts.tasks.retention_sweep",
+        "schedule": float(env_int("MNEMOSYNE_RETENTION_SWEEP_SECONDS", 60, minimum=1)),
+        "options": {"expires": 60},
+    },
     # A changed extractor re-links every fact; lost relink jobs are sent again.
     "relink-sweep": {
         "task": "facts.tasks.entities_relink_sweep",
@@ -334,6 +351,11 @@ MNEMOSYNE_ENTITY_EXTRACTOR = env_str("MNEMOSYNE_ENTITY_EXTRACTOR", "facts.extrac
 MNEMOSYNE_EMBEDDER = env_str("MNEMOSYNE_EMBEDDER", "default")
 # Where prepared model files are kept (e5 is converted from its package once, ~20 s).
 MNEMOSYNE_MODEL_DIR = env_path("MNEMOSYNE_MODEL_DIR", str(MNEMOSYNE_HOME / "models"))
+# Retention's archive bundles (one folder per tenant id); purges rewrite them without the
+# purged facts.
+MNEMOSYNE_ARCHIVE_DIR = env_path("MNEMOSYNE_ARCHIVE_DIR", str(MNEMOSYNE_HOME / "archives"))
+# A retention run's claim on a worker; a run whose worker died is taken up again after it.
+MNEMOSYNE_RETENTION_LEASE_SECONDS = env_int("MNEMOSYNE_RETENTION_LEASE_SECONDS", 120, minimum=1)
 # A heartbeat older than this marks the worker or beat as down in /healthz.
 MNEMOSYNE_HEARTBEAT_STALE_SECONDS = env_int(
     "MNEMOSYNE_HEARTBEAT_STALE_SECONDS", MNEMOSYNE_HEARTBEAT_SECONDS * 4, minimum=1

@@ -143,6 +143,7 @@ class RetentionOut(serializers.Serializer):
     max_active_facts = serializers.IntegerField(allow_null=True)
     purge_archived_after_days = serializers.IntegerField(allow_null=True)
     legal_hold = serializers.BooleanField(help_text="while set, nothing is archived or purged")
+    run_every_hours = serializers.IntegerField(help_text="beat runs the policy this often")
     updated_at = serializers.DateTimeField(allow_null=True)
 
 
@@ -171,7 +172,11 @@ class RetentionIn(StrictSerializer):
         required=False,
         help_text=_RETENTION_HELP["purge_archived_after_days"] + "; null: never",
     )
-    legal_hold = serializers.BooleanField(required=False)  # fmt: skip
+    legal_hold = serializers.BooleanField(required=False)
+    run_every_hours = serializers.IntegerField(
+        **services.retention_range("run_every_hours"), required=False,
+        help_text="how often beat runs the policy (1 to 720 hours; default 24)",
+    )  # fmt: skip
 
 
 class RetentionPreviewOut(serializers.Serializer):
@@ -491,6 +496,7 @@ _POLICY = {
     "max_active_facts": None,
     "purge_archived_after_days": 730,
     "legal_hold": False,
+    "run_every_hours": 24,
     "updated_at": "2026-12-02T09:30:00Z",
 }
 
@@ -499,8 +505,72 @@ def _policy_data(policy: RetentionPolicy) -> dict[str, Any]:
     return RetentionOut(policy).data
 
 
+class RetentionRunIn(StrictSerializer):
+    dry_run = serializers.BooleanField(
+        default=False, help_text="true: only report what a run would do now"
+    )
+
+
+class RetentionRunOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    trigger = serializers.CharField(help_text="schedule | manual")
+    dry_run = serializers.BooleanField()
+    status = serializers.CharField(help_text="queued | running | done | failed")
+    counts = serializers.DictField(
+        help_text="a run: archived per reason (unretrieved, low_trust, over_limit), purged, "
+        "bundles, and what it planned; a dry run: what it would archive and purge"
+    )
+    policy = serializers.DictField(help_text="the policy the run worked with")
+    note = serializers.CharField()
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RetentionRunsOut(serializers.Serializer):
+    next_run_at = serializers.DateTimeField(help_text="when beat starts the next scheduled run")
+    runs = RetentionRunOut(many=True, help_text="the last 20, newest first")
+
+
 class RetentionViewSet(TenantViewSet):
-    needs = {"partial_update": Need.MANAGE}
+    needs = {"partial_update": Need.MANAGE, "run": Need.MANAGE}
+
+    @extend_schema(
+        summary="The last runs of the policy, and when the next one is due",
+        responses={200: RetentionRunsOut},
+        tags=["retention"],
+    )
+    def runs(self, request: Request, tenant: str | None = None) -> Response:
+        from facts.retention import retention_schedule
+
+        schedule = retention_schedule(tenant=self.tenant)
+        return Response(
+            {
+                "next_run_at": schedule.next_at,
+                "runs": RetentionRunOut(schedule.runs, many=True).data,
+            }
+        )
+
+    @extend_schema(
+        summary="Run the policy now (a worker does it), or a dry run (admins)",
+        description="A run is queued for a worker (202) unless one is queued or running "
+        "already (200, that run). A dry run changes nothing and answers what a run would "
+        "archive and purge now (200).",
+        request=RetentionRunIn,
+        responses={200: RetentionRunOut, 202: RetentionRunOut},
+        tags=["retention"],
+    )
+    def run(self, request: Request, tenant: str | None = None) -> Response:
+        from facts.retention import retention_dry_run, retention_run_start
+
+        data = _valid(RetentionRunIn, request.data)
+        if data["dry_run"]:
+            run = retention_dry_run(tenant=self.tenant, actor=self.actor)
+            return Response(RetentionRunOut(run).data)
+        run, created = retention_run_start(tenant=self.tenant, actor=self.actor)
+        code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
+        return Response(RetentionRunOut(run).data, status=code)
 
     @extend_schema(
         summary="Read the retention policy",

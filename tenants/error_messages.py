@@ -29,6 +29,11 @@ PLAIN: tuple[str, ...] = (
     _noop("each tag is at most 64 characters"),
     _noop("give content, category, tags, scope or trust_delta"),
     _noop("give what changes: content, scope, category or tags"),
+    _noop("give what changes: content, scope, category, tags or pin"),
+    _noop("give content, category, tags, scope, trust_delta or pin"),
+    _noop("must be a whole number of hours from 1 to 720"),
+    _noop("nothing to update: give content, category, tags, scope, trust_delta or pin"),
+    _noop("send the bundle as application/x-tar"),
     _noop("is longer than 200 characters"),
     _noop("is longer than 255 characters"),
     _noop("is nested too deeply"),
@@ -80,6 +85,12 @@ PLAIN: tuple[str, ...] = (
     _noop("unknown retention field"),
     _noop("use 1-150 letters, digits and @ . + - _"),
     _noop("use 1-63 lowercase letters, digits and inner hyphens"),
+    _noop("is not a field of this import"),
+    _noop("send memory_store, memory_md or user_md"),
+    _noop("is not a holographic memory_store.db"),
+    _noop("must be a list of [speaker, text] pairs"),
+    _noop("must be a list of texts"),
+    _noop("must be an ISO 8601 date and time"),
 )
 
 # Messages with values, each value as %(name)s.
@@ -125,6 +136,13 @@ TEMPLATES: tuple[str, ...] = (
     _noop("must be one of %(codes)s, or empty for the browser's"),
     _noop("must be text of at most %(limit)s characters"),
     _noop("no entity is called %(name)s"),
+    _noop("no holographic store at %(path)s"),
+    _noop("%(path)s is not a holographic store (%(error)s)"),
+    _noop("not a tar of a bundle (%(error)s)"),
+    _noop("record of fact %(id)s lacks %(field)s"),
+    _noop("refused, nothing imported: %(error)s"),
+    _noop("the tar lacks %(missing)s"),
+    _noop("unexpected member %(name)s in the tar"),
     _noop(
         "segment %(segment)s is not type:name (e.g. user:alice/project:beta; the type is "
         "lowercase letters, digits, _ or -; the name has no spaces, '/' or ':')"
@@ -133,6 +151,7 @@ TEMPLATES: tuple[str, ...] = (
     _noop("type the tenant's short name, %(slug)s, to delete it"),
     _noop("unknown field (known: %(known)s)"),
     _noop("unknown setting (known: %(known)s)"),
+    _noop("is larger than %(size)s MiB"),
 )
 
 

@@ -120,6 +120,15 @@ class RetentionForm(forms.Form):
     legal_hold = forms.BooleanField(
         label=_("Legal hold: archive and delete nothing while it is set"), required=False
     )
+    run_every_hours = forms.IntegerField(
+        label=_("Run the policy every (hours)"),
+        **retention_range("run_every_hours"),
+        initial=24,
+        required=False,
+    )
 
     def changes(self) -> dict[str, Any]:
-        return dict(self.cleaned_data)
+        data = dict(self.cleaned_data)
+        if data.get("run_every_hours") is None:
+            data.pop("run_every_hours", None)  # not given: the interval stays
+        return data

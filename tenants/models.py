@@ -171,6 +171,8 @@ class RetentionPolicy(TenantOwned):
     max_active_facts = models.PositiveIntegerField(null=True, blank=True)
     purge_archived_after_days = models.PositiveIntegerField(null=True, blank=True)
     legal_hold = models.BooleanField(default=False)
+    # How often beat runs the policy (the retention sweep starts a run when one is due).
+    run_every_hours = models.PositiveIntegerField(default=24)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

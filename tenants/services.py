@@ -354,6 +354,7 @@ def tenant_delete(*, tenant: Tenant, actor: Actor, confirm: str) -> TenantDeleti
         slug, name, pk = locked.slug, locked.name, locked.pk
         # Audit rows included, which the runtime role may not delete: the database does it.
         cross_tenant.tenant_rows_delete(tenant_id=pk)
+    _archives_remove(pk)
     return TenantDeletion.objects.create(
         slug=slug,
         name=name,
@@ -361,6 +362,17 @@ def tenant_delete(*, tenant: Tenant, actor: Actor, confirm: str) -> TenantDeleti
         actor=str(actor),
         counts={label: n for label, n in counts.items() if n},
     )
+
+
+def _archives_remove(tenant_pk: int) -> None:
+    """The tenant's archive bundles go with it (once the deletion commits)."""
+    import shutil
+    from pathlib import Path
+
+    from django.conf import settings
+
+    folder = Path(settings.MNEMOSYNE_ARCHIVE_DIR) / str(tenant_pk)
+    transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 @transaction.atomic
@@ -579,6 +591,7 @@ RETENTION_LIMITS: dict[str, tuple[float, float, bool]] = {
     "archive_below_trust": (0.0, 1.0, False),
     "max_active_facts": (1, 1_000_000_000, True),
     "purge_archived_after_days": (1, 36500, True),
+    "run_every_hours": (1, 720, True),
 }
 
 
@@ -599,6 +612,8 @@ def retention_changes_validate(changes: Any) -> dict[str, Any]:
             continue
         if field not in RETENTION_LIMITS:
             raise InvalidInput(field, "unknown retention field")
+        if value is None and field == "run_every_hours":
+            raise InvalidInput(field, "must be a whole number of hours from 1 to 720")
         if value is None:
             continue
         low, high, integer = RETENTION_LIMITS[field]

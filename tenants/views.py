@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from facts.retention import retention_dry_run, retention_run_start, retention_schedule
 from facts.selectors import retention_preview
 from facts.services import clean_scope
 from mcp_server import clients
@@ -60,6 +61,7 @@ class RetentionPage(TenantPage):
                 "policy": policy,
                 "form": RetentionForm(initial=_retention_initial(policy)),
                 "preview": retention_preview(tenant=self.tenant),
+                "schedule": retention_schedule(tenant=self.tenant),
             },
         )
 
@@ -81,9 +83,33 @@ class RetentionPage(TenantPage):
                 "policy": selectors.retention_policy_get(tenant=self.tenant),
                 "form": form,
                 "preview": None,
+                "schedule": retention_schedule(tenant=self.tenant),
             },
             status=400,
         )
+
+
+@tenant_page("retention/run", name="retention_run", section="retention")
+class RetentionRunAction(WriteAction):
+    """Run the policy now (a worker does it), or a dry run that reports what it would do."""
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        if request.POST.get("dry_run") == "true":
+            run = retention_dry_run(tenant=self.tenant, actor=self.actor)
+            messages.success(
+                request,
+                _("Dry run: the policy would archive %(archive)d and delete %(purge)d facts now.")
+                % {"archive": run.counts["archive"], "purge": run.counts["purge"]},
+            )
+        else:
+            run, created = retention_run_start(tenant=self.tenant, actor=self.actor)
+            if created:
+                messages.success(request, _("Run %(id)d queued: a worker applies the policy.")
+                                 % {"id": run.pk})  # fmt: skip
+            else:
+                messages.info(request, _("Run %(id)d is %(status)s already.")
+                              % {"id": run.pk, "status": run.status})  # fmt: skip
+        return redirect(self.url("retention"))
 
 
 @tenant_page("retention/preview", name="retention_preview", section="retention")

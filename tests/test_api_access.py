@@ -80,6 +80,9 @@ ENDPOINTS = [
     Endpoint("GET", "retention", R, 200),
     Endpoint("PATCH", "retention", M, 200, {"archive_below_trust": 0.1}),
     Endpoint("GET", "retention/preview", R, 200),
+    Endpoint("GET", "retention/runs", R, 200),
+    Endpoint("POST", "retention/run", M, 200, {"dry_run": True}),
+    Endpoint("GET", "bundle/export", P, 200),
     Endpoint("GET", "audit", R, 200),
     Endpoint("GET", "audit/export", R, 200),
     Endpoint("GET", "", R, 200),  # the tenant itself

@@ -200,6 +200,7 @@ def _add(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
         scope=given_scope if given_scope is not None else binding.scope,
         # Hermes names the session at initialize; a profile run without one still has turns.
         session_id=(binding.session_id or "hermes") if kind == TURN else None,
+        pinned=_given(args, "pin") or False,
     )
     # holographic answers "added" for a duplicate too; "exists"/"restored" say more.
     return {"fact_id": result.fact.pk, "status": result.status}
@@ -308,9 +309,11 @@ def _update(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
         changes["category"] = category
     if (delta := _number(args, "trust_delta", -1.0, 1.0)) is not None:
         changes["trust_delta"] = delta
+    if _given(args, "pin") is not None:
+        changes["pinned"] = args["pin"]
     fact_id = _fact_id(args)
     if not changes:
-        raise InvalidInput("content", "give content, category, tags, scope or trust_delta")
+        raise InvalidInput("content", "give content, category, tags, scope, trust_delta or pin")
     try:
         fact_update(tenant=binding.tenant, fact_id=fact_id, actor=binding.actor, **changes)
     except NotFound:

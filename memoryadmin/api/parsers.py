@@ -56,3 +56,18 @@ class FirstRenderer(BaseContentNegotiation):
         self, request: Any, renderers: list[Any], format_suffix: str | None = None
     ) -> tuple[Any, str]:
         return renderers[0], renderers[0].media_type
+
+
+class TarParser(BaseParser):
+    """An uploaded tar (a bundle), spooled to a temporary file as it arrives."""
+
+    media_type = "application/x-tar"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        import tempfile
+
+        spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115 - returned open
+        while stream is not None and (chunk := stream.read(1 << 20)):
+            spool.write(chunk)
+        spool.seek(0)
+        return spool

@@ -20,6 +20,7 @@ from drf_spectacular.views import (
 
 from facts.api import (
     AuditViewSet,
+    BundleViewSet,
     ConflictViewSet,
     DictionaryViewSet,
     EntityCurationViewSet,
@@ -28,7 +29,7 @@ from facts.api import (
     FactViewSet,
 )
 from memoryadmin.api import schema as _schema  # noqa: F401 - registers the API-key scheme
-from memoryadmin.api.agent import AgentViewSet
+from memoryadmin.api.agent import AgentViewSet, ProfileImportViewSet
 from retrieval.api import ContextViewSet, RecallViewSet
 from tenants.api import (
     ApiKeyViewSet,
@@ -73,6 +74,8 @@ def _tenant_routes() -> list[URLPattern]:
     return [
         path("facts", fact({"get": "list", "post": "create"}), name="facts"),
         path("facts/import", FactImportViewSet.as_view({"post": "create"}), name="facts-import"),
+        path("bundle/export", BundleViewSet.as_view({"get": "export"}), name="bundle-export"),
+        path("bundle/import", BundleViewSet.as_view({"post": "create"}), name="bundle-import"),
         path(
             "facts/<id:fact_id>",
             fact({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
@@ -150,6 +153,8 @@ def _tenant_routes() -> list[URLPattern]:
             RetentionViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
             name="retention",
         ),
+        path("retention/runs", RetentionViewSet.as_view({"get": "runs"}), name="retention-runs"),
+        path("retention/run", RetentionViewSet.as_view({"post": "run"}), name="retention-run"),
         path(
             "retention/preview",
             RetentionViewSet.as_view({"get": "preview"}),
@@ -186,6 +191,11 @@ def _agent_routes() -> list[URLPattern]:
         path("prefetch", agent({"post": "prefetch"}), name="agent-prefetch"),
         path("writes", agent({"post": "writes"}), name="agent-writes"),
         path("session-end", agent({"post": "session_end"}), name="agent-session-end"),
+        path(
+            "profile-import",
+            ProfileImportViewSet.as_view({"post": "profile_import"}),
+            name="agent-profile-import",
+        ),
         re_path(
             r"^tools/(?P<tool>fact_store|fact_feedback)$",
             agent({"post": "tool"}),

@@ -1,0 +1,222 @@
+"""Ingest throughput end to end, beside the embedder's own; export and import of a big tenant.
+
+    python -m bench.ingest --data PATH [--facts 2000] [--workers 1,2] [--bundle-facts 100000]
+                           [--json OUT]
+
+- embedder: texts per second of the configured embedder alone, in batches of 64, in this process;
+- end to end, for each worker count: facts stored with `fact_add` (analysed for full text,
+  entities linked, audited), then embedded and indexed by that many real Celery worker processes
+  (`--concurrency 1` each, through the filesystem broker); facts per second from the first add to
+  the last vector;
+- bundles: `--bundle-facts` facts stored in bulk, exported (`tenant_export`) and imported into an
+  empty tenant (`tenant_import`, vectors kept): seconds each and the bundle's size.
+
+The texts are LoCoMo's dialogue turns (`--data`, a LoCoMo-format JSON file), cycled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.harness import REPO, bench_database, progress, write_json
+
+
+def _texts(data: Path) -> list[str]:
+    texts = []
+    for sample in json.loads(data.read_text(encoding="utf-8")):
+        conversation = sample["conversation"]
+        for key, turns in conversation.items():
+            if key.startswith("session_") and isinstance(turns, list):
+                texts += [f"{t['speaker']}: {t['text']}" for t in turns]
+    return texts
+
+
+def _text(texts: list[str], i: int) -> str:
+    # Distinct texts however many are asked for (a repeat would be stored once).
+    return texts[i % len(texts)] + ("" if i < len(texts) else f" (#{i // len(texts)})")
+
+
+def embedder_rate(texts: list[str], count: int) -> float:
+    from retrieval.vectors import configured_embedder
+
+    embedder = configured_embedder()
+    embedder.embed(texts[:8], purpose="passage")  # warm up
+    started = time.perf_counter()
+    for i in range(0, count, 64):
+        embedder.embed([_text(texts, j) for j in range(i, min(count, i + 64))], purpose="passage")
+    return count / (time.perf_counter() - started)
+
+
+def _workers(count: int, log: Path) -> list[subprocess.Popen[bytes]]:
+    from django.db import connection
+
+    from tests.helpers import database_url
+
+    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict),
+           "PYTHONPATH": str(REPO)}  # fmt: skip
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    return [
+        subprocess.Popen(  # noqa: S603 - our own worker, fixed arguments
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "memoryadmin",
+                "worker",
+                "--concurrency",
+                "1",
+                "--loglevel",
+                "WARNING",
+                "--hostname",
+                f"bench{n}-{os.getpid()}@bench",
+            ],
+            env=env,
+            cwd=REPO,
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        for n in range(count)
+    ]
+
+
+def _wait_workers(count: int) -> None:
+    from memoryadmin.models import ServiceHeartbeat
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if ServiceHeartbeat.objects.filter(name__startswith="worker:bench").count() >= count:
+            return
+        time.sleep(0.5)
+    raise SystemExit("the workers did not start (see the log)")
+
+
+def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[str, Any]:
+    from facts.models import Fact
+    from facts.services import fact_add
+    from facts.tasks import facts_embed_pending
+    from memoryadmin.models import ServiceHeartbeat
+    from tenants.actors import Actor
+    from tenants.scope import tenant_scope
+    from tenants.services import tenant_create
+
+    actor = Actor.job("bench.ingest")
+    tenant = tenant_create(slug=f"ingest-{workers}", name=f"ingest {workers}", actor=actor)
+    ServiceHeartbeat.objects.filter(name__startswith="worker:bench").delete()
+    processes = _workers(workers, log)
+    try:
+        _wait_workers(workers)
+        started = time.perf_counter()
+        for i in range(facts):
+            fact_add(tenant=tenant, content=_text(texts, i), actor=actor, join_similar=False)
+            if i % 200 == 199:
+                # Each add nudges the workers once committed; several workers share the
+                # backlog (rows are claimed with SKIP LOCKED), so nudge each of them too.
+                for _ in range(workers - 1):
+                    facts_embed_pending.delay(tenant.pk)
+        stored = time.perf_counter() - started
+        for _ in range(workers):
+            facts_embed_pending.delay(tenant.pk)
+        while True:
+            with tenant_scope(tenant):
+                left = Fact.objects.for_tenant(tenant).filter(embedding_model="").count()
+            if not left:
+                break
+            time.sleep(0.2)
+        total = time.perf_counter() - started
+    finally:
+        for process in processes:
+            os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=60)
+    progress(
+        f"{workers} worker(s): {facts} facts stored in {stored:.1f} s, embedded by {total:.1f} s"
+    )
+    return {"workers": workers, "facts": facts, "store_s": round(stored, 2),
+            "total_s": round(total, 2), "facts_per_s": round(facts / total, 1)}  # fmt: skip
+
+
+def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
+    from django.utils import timezone
+
+    from facts.models import Fact
+    from facts.services import content_hash
+    from facts.transfer import tenant_export, tenant_import
+    from tenants.actors import Actor
+    from tenants.scope import tenant_scope
+    from tenants.services import tenant_create
+
+    actor = Actor.job("bench.ingest")
+    source = tenant_create(slug="bundle-source", name="bundle source", actor=actor)
+    target = tenant_create(slug="bundle-target", name="bundle target", actor=actor)
+    now = timezone.now()
+    with tenant_scope(source):
+        for start in range(0, count, 5000):
+            rows = [_text(texts, i) for i in range(start, min(count, start + 5000))]
+            Fact.objects.bulk_create(
+                Fact(tenant=source, content=t, content_hash=content_hash(t), created_by="bench",
+                     created_at=now)
+                for t in rows
+            )  # fmt: skip
+    progress(f"{count} facts stored in bulk; exporting")
+    started = time.perf_counter()
+    summary = tenant_export(tenant=source, out=folder / "bundle", actor=actor)
+    exported = time.perf_counter() - started
+    progress(f"exported in {exported:.1f} s ({summary.bytes / 1e6:.1f} MB); importing")
+    started = time.perf_counter()
+    result = tenant_import(tenant=target, path=folder / "bundle", actor=actor)
+    imported = time.perf_counter() - started
+    return {"facts": count, "export_s": round(exported, 1), "import_s": round(imported, 1),
+            "bundle_mb": round(summary.bytes / 1e6, 1), "imported": result.added}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="a LoCoMo-format JSON file")
+    parser.add_argument("--facts", type=int, default=2000, help="facts per end-to-end run")
+    parser.add_argument("--workers", default="1,2", help="worker counts to measure")
+    parser.add_argument("--bundle-facts", type=int, default=100_000, help="0: skip bundles")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    if not args.data.is_file():
+        parser.error(f"--data {args.data}: no such file")
+    texts = _texts(args.data)
+    folder = Path(tempfile.mkdtemp(prefix="mnemosyne-ingest-"))
+    figures: dict[str, Any] = {}
+    try:
+        with bench_database():
+            figures["embedder_texts_per_s"] = round(embedder_rate(texts, args.facts), 1)
+            progress(f"embedder alone: {figures['embedder_texts_per_s']} texts/s")
+            figures["end_to_end"] = [
+                end_to_end(texts, args.facts, int(n), folder / "workers.log")
+                for n in args.workers.split(",")
+            ]
+            if args.bundle_facts:
+                figures["bundle"] = bundles(texts, args.bundle_facts, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"embedder alone: {figures['embedder_texts_per_s']} texts/s")
+    for run in figures["end_to_end"]:
+        share = run["facts_per_s"] / figures["embedder_texts_per_s"]
+        print(f"{run['workers']} worker(s): {run['facts_per_s']} facts/s end to end "
+              f"({share:.0%} of the embedder's rate)")  # fmt: skip
+    if "bundle" in figures:
+        b = figures["bundle"]
+        print(f"bundle of {b['facts']:,} facts: export {b['export_s']} s, import "
+              f"{b['import_s']} s, {b['bundle_mb']} MB")  # fmt: skip
+    write_json(args.json, figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,329 @@
+"""Bundles: the one file format for archives, exports and backups.
+
+A bundle is three files sharing a stem, in one folder:
+- `<stem>.dat`: the records, each a zlib-compressed JSON object, appended one after another;
+- `<stem>.idx`: JSON Lines, one entry per record: its number, type, id, offset and length in
+  the data file, the CRC32 of its compressed bytes and a little metadata (scope, status);
+- `<stem>.manifest.json`: format and version, tenant, scope, embedding model, counts per record
+  type, and the size and SHA-256 of the other two files.
+
+Files are written under temporary names, fsynced, and renamed; the manifest goes last, so a
+bundle without a manifest is one that was never finished, and readers ignore it. Reading
+checks the manifest, then every record's position and CRC32 (naming the first bad record),
+then the files' SHA-256: a damaged bundle is refused before anything is read from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+FORMAT = "mnemosyne-bundle"
+VERSION = 1
+RECORD_TYPES = ("fact", "entity", "fact_entity", "feedback", "event", "vector")
+_SUFFIXES = (".dat", ".idx", ".manifest.json")
+
+
+class BundleError(Exception):
+    """A bundle that cannot be trusted; `record` names the first bad record when one is."""
+
+    def __init__(self, message: str, record: str | None = None) -> None:
+        super().__init__(message if record is None else f"{record}: {message}")
+        self.record = record
+
+
+@dataclass(frozen=True)
+class BundleRecord:
+    type: str
+    id: int | str
+    body: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    tenant: str
+    scope: str
+    model: str
+    purpose: str  # "archive" | "export"
+    counts: dict[str, int]
+    created_at: str
+    files: dict[str, dict[str, Any]]
+    extra: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "tenant": self.tenant,
+            "scope": self.scope,
+            "model": self.model,
+            "purpose": self.purpose,
+            "counts": self.counts,
+            "created_at": self.created_at,
+            "files": self.files,
+            "extra": self.extra,
+        }
+
+
+def bundle_paths(stem: Path) -> tuple[Path, Path, Path]:
+    """The data, index and manifest files of the bundle at `stem` (a path without suffix)."""
+    return (
+        stem.with_name(stem.name + ".dat"),
+        stem.with_name(stem.name + ".idx"),
+        stem.with_name(stem.name + ".manifest.json"),
+    )
+
+
+def bundle_stem(path: Path | str) -> Path:
+    """The stem of a bundle given as its stem or as any of its three files."""
+    path = Path(path)
+    for suffix in _SUFFIXES:
+        if path.name.endswith(suffix):
+            return path.with_name(path.name[: -len(suffix)])
+    return path
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _record_label(number: int, kind: str, ident: Any) -> str:
+    return f"record {number} ({kind} {ident})"
+
+
+def bundle_write(
+    *,
+    stem: Path,
+    records: Iterable[BundleRecord],
+    tenant: str,
+    scope: str = "",
+    model: str = "",
+    purpose: str = "export",
+    extra: dict[str, Any] | None = None,
+) -> Manifest:
+    """Write a bundle atomically (temporary names, fsync, rename; the manifest last)."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    data_path, index_path, manifest_path = bundle_paths(stem)
+    temporary = [p.with_name(p.name + f".tmp{os.getpid()}") for p in (data_path, index_path)]
+    counts = dict.fromkeys(RECORD_TYPES, 0)
+    data_hash, index_hash = hashlib.sha256(), hashlib.sha256()
+    offset = 0
+    try:
+        with temporary[0].open("wb") as data, temporary[1].open("wb") as index:
+            for number, record in enumerate(records):
+                if record.type not in counts:
+                    raise ValueError(f"unknown record type {record.type!r}")
+                blob = zlib.compress(
+                    json.dumps(record.body, ensure_ascii=False, separators=(",", ":")).encode(), 6
+                )
+                entry = {
+                    "n": number, "type": record.type, "id": record.id, "offset": offset,
+                    "length": len(blob), "crc32": zlib.crc32(blob), "meta": record.meta,
+                }  # fmt: skip
+                line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
+                data.write(blob)
+                index.write(line)
+                data_hash.update(blob)
+                index_hash.update(line)
+                offset += len(blob)
+                counts[record.type] += 1
+            for handle in (data, index):
+                handle.flush()
+                os.fsync(handle.fileno())
+        manifest = Manifest(
+            tenant=tenant,
+            scope=scope,
+            model=model,
+            purpose=purpose,
+            counts={k: v for k, v in counts.items() if v},
+            created_at=datetime.now(UTC).isoformat(),
+            files={
+                "data": {"name": data_path.name, "size": offset, "sha256": data_hash.hexdigest()},
+                "index": {
+                    "name": index_path.name,
+                    "size": temporary[1].stat().st_size,
+                    "sha256": index_hash.hexdigest(),
+                },
+            },
+            extra=extra or {},
+        )
+        manifest_tmp = manifest_path.with_name(manifest_path.name + f".tmp{os.getpid()}")
+        with manifest_tmp.open("w", encoding="utf-8") as handle:
+            json.dump(manifest.as_json(), handle, ensure_ascii=False, indent=1)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary[0], data_path)
+        os.replace(temporary[1], index_path)
+        os.replace(manifest_tmp, manifest_path)  # the commit point
+        _fsync_dir(stem.parent)
+    finally:
+        for leftover in temporary:
+            leftover.unlink(missing_ok=True)
+    return manifest
+
+
+def bundle_remove(stem: Path) -> None:
+    """Delete a bundle: the manifest first, so a half-removed bundle is never read."""
+    data_path, index_path, manifest_path = bundle_paths(stem)
+    for path in (manifest_path, index_path, data_path):
+        path.unlink(missing_ok=True)
+    if stem.parent.exists():
+        _fsync_dir(stem.parent)
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _IndexEntry:
+    number: int
+    type: str
+    id: Any
+    offset: int
+    length: int
+    crc32: int
+    meta: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return _record_label(self.number, self.type, self.id)
+
+
+def _read_manifest(path: Path) -> Manifest:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleError(f"no manifest at {path}", "manifest") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise BundleError(f"the manifest is not JSON ({error})", "manifest") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise BundleError(f"not a {FORMAT} manifest", "manifest")
+    if raw.get("version") != VERSION:
+        raise BundleError(
+            f"format version {raw.get('version')!r}; this Mnemosyne reads version {VERSION}",
+            "manifest",
+        )
+    try:
+        manifest = Manifest(
+            tenant=str(raw["tenant"]),
+            scope=str(raw.get("scope") or ""),
+            model=str(raw.get("model") or ""),
+            purpose=str(raw.get("purpose") or "export"),
+            counts={str(k): int(v) for k, v in dict(raw["counts"]).items()},
+            created_at=str(raw.get("created_at") or ""),
+            files={
+                name: {
+                    "name": str(raw["files"][name]["name"]),
+                    "size": int(raw["files"][name]["size"]),
+                    "sha256": str(raw["files"][name]["sha256"]),
+                }
+                for name in ("data", "index")
+            },
+            extra=dict(raw.get("extra") or {}),
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise BundleError(f"the manifest lacks or garbles {error}", "manifest") from None
+    return manifest
+
+
+def _read_index(path: Path, manifest: Manifest) -> list[_IndexEntry]:
+    expected = manifest.files["index"]
+    try:
+        blob = path.read_bytes()
+    except FileNotFoundError:
+        raise BundleError(f"no index file at {path}", "index") from None
+    entries: list[_IndexEntry] = []
+    for number, line in enumerate(blob.splitlines()):
+        try:
+            raw = json.loads(line)
+            entry = _IndexEntry(
+                number=int(raw["n"]), type=str(raw["type"]), id=raw["id"],
+                offset=int(raw["offset"]), length=int(raw["length"]), crc32=int(raw["crc32"]),
+                meta=dict(raw.get("meta") or {}),
+            )  # fmt: skip
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+            raise BundleError("its index entry is damaged", f"record {number}") from None
+        if entry.number != number or entry.type not in RECORD_TYPES:
+            raise BundleError("its index entry is damaged", f"record {number}")
+        entries.append(entry)
+    if len(blob) != expected["size"] or hashlib.sha256(blob).hexdigest() != expected["sha256"]:
+        raise BundleError("the index file does not match the manifest's size and checksum", "index")
+    counts = dict.fromkeys(RECORD_TYPES, 0)
+    for entry in entries:
+        counts[entry.type] += 1
+    if {k: v for k, v in counts.items() if v} != {k: v for k, v in manifest.counts.items() if v}:
+        raise BundleError("the index's record counts differ from the manifest's", "manifest")
+    return entries
+
+
+@dataclass
+class BundleReader:
+    """A bundle verified in full on open; `records()` then reads it again, record by record."""
+
+    stem: Path
+    manifest: Manifest
+    entries: list[_IndexEntry]
+
+    def records(self, types: Iterable[str] | None = None) -> Iterator[BundleRecord]:
+        wanted = set(types) if types is not None else None
+        data_path = bundle_paths(self.stem)[0]
+        with data_path.open("rb") as data:
+            for entry in self.entries:
+                if wanted is not None and entry.type not in wanted:
+                    continue
+                data.seek(entry.offset)
+                blob = data.read(entry.length)
+                if len(blob) != entry.length or zlib.crc32(blob) != entry.crc32:
+                    raise BundleError("changed since it was verified", entry.label)
+                body = json.loads(zlib.decompress(blob))
+                yield BundleRecord(type=entry.type, id=entry.id, body=body, meta=entry.meta)
+
+    def ids(self, type: str) -> list[Any]:
+        return [entry.id for entry in self.entries if entry.type == type]
+
+
+def bundle_open(path: Path | str) -> BundleReader:
+    """Open and verify a bundle; raise BundleError naming the first bad record."""
+    stem = bundle_stem(path)
+    data_path, index_path, manifest_path = bundle_paths(stem)
+    manifest = _read_manifest(manifest_path)
+    entries = _read_index(index_path, manifest)
+    try:
+        size = data_path.stat().st_size
+    except FileNotFoundError:
+        raise BundleError(f"no data file at {data_path}", "data") from None
+    digest = hashlib.sha256()
+    with data_path.open("rb") as data:
+        position = 0
+        for entry in entries:
+            if entry.offset != position or entry.offset + entry.length > size:
+                raise BundleError(
+                    f"expected at bytes {entry.offset}-{entry.offset + entry.length} of a "
+                    f"data file of {size} bytes (truncated?)",
+                    entry.label,
+                )
+            blob = data.read(entry.length)
+            if zlib.crc32(blob) != entry.crc32:
+                raise BundleError("its bytes fail their CRC32 checksum", entry.label)
+            try:
+                json.loads(zlib.decompress(blob))
+            except (zlib.error, UnicodeDecodeError, ValueError):
+                raise BundleError("its bytes do not decompress to JSON", entry.label) from None
+            digest.update(blob)
+            position += entry.length
+    expected = manifest.files["data"]
+    if size != expected["size"] or digest.hexdigest() != expected["sha256"]:
+        raise BundleError("the data file does not match the manifest's size and checksum", "data")
+    return BundleReader(stem=stem, manifest=manifest, entries=entries)

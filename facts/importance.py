@@ -1,0 +1,65 @@
+"""How important a fact is, from how it has served: one formula, computed in the database.
+
+importance = 0.35 · usefulness + 0.25 · use + 0.20 · recency + 0.20 · trust, in [0, 1]
+- usefulness: (helpful + 1) / (helpful + unhelpful + 2), 0.5 for a fact nobody rated;
+- use: ln(1 + retrievals) / ln(101), capped at 1 (a hundred retrievals is as used as it gets);
+- recency: 0.5 ^ (days since last retrieved, or since stored if never, / 30);
+- trust: the fact's trust score.
+A pinned fact ("always remember") is 1.
+
+The context's "Known facts" level and the admin's fact lists read facts in this order.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import FloatField
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from facts.models import Fact, Status
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+
+RECENCY_HALF_LIFE_DAYS = 30
+USE_SATURATION = 100
+
+_FORMULA = f"""
+CASE WHEN pinned THEN 1.0 ELSE round((
+    0.35 * (helpful_count + 1)::float / (helpful_count + unhelpful_count + 2)
+  + 0.25 * least(1.0, ln(1 + retrieval_count) / ln({USE_SATURATION + 1}))
+  + 0.20 * power(0.5, greatest(0.0, extract(epoch FROM (%s - coalesce(last_retrieved_at,
+        created_at))) / 86400.0) / {RECENCY_HALF_LIFE_DAYS})
+  + 0.20 * trust_score
+)::numeric, 6)::float END
+"""
+
+
+def importance_expression(now: datetime | None = None) -> RawSQL:
+    """The formula above as an SQL expression over a fact row, at `now`."""
+    # A constant formula; its one value goes as a parameter.
+    return RawSQL(_FORMULA, [now or timezone.now()], output_field=FloatField())  # noqa: S611
+
+
+def importance_of_new(*, trust: float, created_at: datetime, pinned: bool) -> float:
+    """The formula for a fact nobody has rated or retrieved yet, without a query."""
+    if pinned:
+        return 1.0
+    age_days = max(0.0, (timezone.now() - created_at).total_seconds() / 86400)
+    recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+    return round(0.35 * 0.5 + 0.20 * recency + 0.20 * trust, 6)
+
+
+def importance_recompute(*, tenant: Tenant, fact_ids: list[int] | None = None) -> int:
+    """Recompute the importance of the tenant's active facts (or of `fact_ids`) in one
+    statement; only rows whose value changes are written. Returns how many changed."""
+    with tenant_scope(tenant):
+        facts = Fact.objects.for_tenant(tenant)
+        facts = facts.filter(pk__in=fact_ids) if fact_ids is not None else facts
+        now = timezone.now()
+        return (
+            facts.filter(status=Status.ACTIVE)
+            .exclude(importance=importance_expression(now))
+            .update(importance=importance_expression(now))
+        )

@@ -1,0 +1,397 @@
+"""Export a tenant (or one scope of it) into a bundle, and import a bundle into a tenant.
+
+A bundle carries entities, facts (with their entity links), feedback, each fact's audit history
+and, when the fact has one, its vector of the model the exporting deployment serves. Importing:
+- verifies the whole bundle first (every checksum), then adds everything in one transaction: it
+  lands completely or not at all;
+- is idempotent: a fact already there (same kind, scope and text; a turn: same session and
+  position) is not added again, so importing twice adds nothing; an archived fact whose bundle
+  record is active is restored (how an archive bundle brings its facts back);
+- keeps vectors when the bundle's model is the one this deployment serves; otherwise the facts
+  are embedded again by the workers (one message for the tenant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from facts.archive import fact_body
+from facts.bundles import BundleReader, BundleRecord, bundle_open, bundle_write
+from facts.entities import entity_normalize as normalize_name
+from facts.models import (
+    Entity,
+    EventAction,
+    Fact,
+    FactEntity,
+    FactEvent,
+    FactVector,
+    Feedback,
+    Kind,
+    Status,
+)
+from retrieval.vectors import configured_embedder
+from tenants.actors import Actor
+from tenants.errors import InvalidInput
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+
+Progress = Callable[[int, int], None]
+CHUNK = 2000
+
+
+def _quiet(done: int, total: int) -> None:
+    pass
+
+
+def _stamp(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+# -- export -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    path: Path
+    counts: dict[str, int]
+    bytes: int
+    model: str
+
+
+def _facts_query(tenant: Tenant, scope: str | None, since: datetime | None) -> Any:
+    facts = Fact.objects.for_tenant(tenant)
+    if scope:
+        prefix = scope.strip().strip("/")
+        facts = facts.filter(Q(scope=prefix) | Q(scope__startswith=f"{prefix}/"))
+    if since is not None:
+        facts = facts.filter(updated_at__gte=since)
+    return facts
+
+
+def _export_records(
+    tenant: Tenant, facts: Any, model: str, progress: Progress
+) -> Iterator[BundleRecord]:
+    total = facts.count()
+    ids = facts.values("pk")
+    links = FactEntity.objects.for_tenant(tenant).filter(fact_id__in=ids)
+    used = set(links.values_list("entity_id", flat=True).distinct())
+    for entity in Entity.objects.for_tenant(tenant).filter(pk__in=used).order_by("pk"):
+        yield BundleRecord(
+            "entity", entity.pk,
+            {"name": entity.name, "type": entity.type, "aliases": entity.aliases},
+        )  # fmt: skip
+    done = 0
+    last = 0
+    while True:
+        chunk = list(facts.filter(pk__gt=last).defer("search_vector").order_by("pk")[:CHUNK])
+        if not chunk:
+            break
+        chunk_ids = [f.pk for f in chunk]
+        linked: dict[int, list[list[Any]]] = {}
+        for fact_id, entity_id, role in links.filter(fact_id__in=chunk_ids).values_list(
+            "fact_id", "entity_id", "role"
+        ):
+            linked.setdefault(fact_id, []).append([entity_id, role])
+        vectors = dict(
+            FactVector.objects.for_tenant(tenant)
+            .filter(fact_id__in=chunk_ids, model=model)
+            .values_list("fact_id", "embedding")
+        )
+        feedback: dict[int, list[dict[str, Any]]] = {}
+        for row in Feedback.objects.for_tenant(tenant).filter(fact_id__in=chunk_ids).order_by("pk"):
+            feedback.setdefault(row.fact_id, []).append(
+                {"helpful": row.helpful, "actor": row.actor, "at": _stamp(row.at)}
+            )
+        events: dict[int, list[dict[str, Any]]] = {}
+        rows = FactEvent.objects.for_tenant(tenant).filter(fact_id__in=chunk_ids).order_by("pk")
+        for event in rows:
+            events.setdefault(event.fact_id, []).append(
+                {"action": event.action, "actor": event.actor, "before": event.before,
+                 "after": event.after, "at": _stamp(event.at)}
+            )  # fmt: skip
+        for fact in chunk:
+            body = fact_body(fact) | {
+                "entities": linked.get(fact.pk, []),
+                "feedback": feedback.get(fact.pk, []),
+                "history": events.get(fact.pk, []),
+            }
+            yield BundleRecord("fact", fact.pk, body, {"scope": fact.scope, "status": fact.status})
+            if fact.pk in vectors:
+                vector = [float(x) for x in vectors[fact.pk]]
+                yield BundleRecord("vector", fact.pk, {"model": model, "embedding": vector})
+        done += len(chunk)
+        last = chunk[-1].pk
+        progress(done, total)
+
+
+def tenant_export(
+    *,
+    tenant: Tenant,
+    out: Path,
+    actor: Actor,
+    scope: str | None = None,
+    since: datetime | None = None,
+    progress: Progress = _quiet,
+) -> ExportSummary:
+    """Write the tenant's facts (under `scope`, changed since `since`) into a bundle at `out`
+    (a stem: out.dat, out.idx, out.manifest.json). One consistent snapshot; audited."""
+    model = configured_embedder().name
+    with tenant_scope(tenant):
+        facts = _facts_query(tenant, scope, since)
+        manifest = bundle_write(
+            stem=out,
+            records=_export_records(tenant, facts, model, progress),
+            tenant=tenant.slug,
+            scope=scope or "",
+            model=model,
+            purpose="export",
+            extra={"since": _stamp(since)},
+        )
+        FactEvent.objects.create(
+            tenant=tenant, fact_id=None, action=EventAction.EXPORT, actor=str(actor),
+            after={"bundle": out.name, "scope": scope or "", "since": _stamp(since),
+                   "counts": manifest.counts},
+            at=timezone.now(),
+        )  # fmt: skip
+    size = sum(f["size"] for f in manifest.files.values())
+    return ExportSummary(path=out, counts=manifest.counts, bytes=size, model=model)
+
+
+# -- import -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportSummary:
+    added: int = 0
+    exists: int = 0
+    restored: int = 0
+    entities_added: int = 0
+    vectors_kept: int = 0
+    to_embed: int = 0
+    model: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _entity_map(tenant: Tenant, reader: BundleReader, summary: ImportSummary) -> dict[Any, int]:
+    wanted = {}
+    for record in reader.records(["entity"]):
+        wanted[record.id] = record.body
+    found = {
+        e.normalized: e
+        for e in Entity.objects.for_tenant(tenant).filter(
+            normalized__in=[normalize_name(b["name"]) for b in wanted.values()]
+        )
+    }
+    mapping: dict[Any, int] = {}
+    for old_id, body in wanted.items():
+        key = normalize_name(body["name"])
+        entity = found.get(key)
+        if entity is None:
+            entity = Entity.objects.create(
+                tenant=tenant, name=body["name"], normalized=key,
+                type=body.get("type") or "other", aliases=list(body.get("aliases") or []),
+            )  # fmt: skip
+            found[key] = entity
+            summary.entities_added += 1
+        mapping[old_id] = entity.pk
+    return mapping
+
+
+def _existing(tenant: Tenant, body: dict[str, Any]) -> Fact | None:
+    facts = Fact.objects.for_tenant(tenant)
+    if body["kind"] == Kind.TURN:
+        return facts.filter(
+            kind=Kind.TURN, session_id=body["session_id"], position=body["position"]
+        ).first()
+    return facts.filter(
+        kind=Kind.FACT, scope=body["scope"], content_hash=body["content_hash"]
+    ).first()
+
+
+def _when(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def tenant_import(
+    *, tenant: Tenant, path: Path | str, actor: Actor, progress: Progress = _quiet
+) -> ImportSummary:
+    """Import a bundle into `tenant` (the same or another one): all or nothing, idempotent."""
+    from facts.services import _schedule_embedding, _search_vector, content_hash
+
+    reader = bundle_open(path)  # verifies everything before anything is added
+    manifest = reader.manifest
+    model = configured_embedder().name
+    same_model = manifest.model == model
+    summary = ImportSummary(model=manifest.model, counts=manifest.counts)
+    total = manifest.counts.get("fact", 0)
+    now = timezone.now()
+    with tenant_scope(tenant), transaction.atomic():
+        entities = _entity_map(tenant, reader, summary)
+        created: dict[Any, Fact] = {}
+        done = 0
+        for record in reader.records(["fact", "vector"]):
+            if record.type == "vector":
+                fact = created.get(record.id)
+                if fact is not None and same_model and record.body.get("model") == model:
+                    embedding = record.body["embedding"]
+                    FactVector.objects.create(
+                        tenant=tenant, fact=fact, model=model, dimension=len(embedding),
+                        embedding=embedding,
+                    )  # fmt: skip
+                    Fact.objects.for_tenant(tenant).filter(pk=fact.pk).update(embedding_model=model)
+                    summary.vectors_kept += 1
+                continue
+            body = record.body
+            done += 1
+            try:
+                body["content_hash"] = content_hash(body["content"])
+                existing = _existing(tenant, body)
+            except (KeyError, TypeError) as error:
+                raise InvalidInput("bundle", f"record of fact {record.id} lacks {error}") from None
+            if existing is not None:
+                if existing.status == Status.ARCHIVED and body["status"] == Status.ACTIVE:
+                    existing.status = Status.ACTIVE
+                    existing.save(update_fields=["status", "updated_at"])
+                    FactEvent.objects.create(
+                        tenant=tenant, fact_id=existing.pk, action=EventAction.RESTORE,
+                        actor=str(actor), before={"status": "archived"},
+                        after={"status": "active", "from_bundle": reader.stem.name}, at=now,
+                    )  # fmt: skip
+                    summary.restored += 1
+                else:
+                    summary.exists += 1
+                if done % 500 == 0:
+                    progress(done, total)
+                continue
+            fact = Fact.objects.create(
+                tenant=tenant, kind=body["kind"], content=body["content"],
+                content_hash=body["content_hash"], scope=body["scope"],
+                session_id=body["session_id"], position=body["position"],
+                speaker=body["speaker"], category=body["category"], tags=body["tags"],
+                metadata=body["metadata"], trust_score=body["trust_score"],
+                helpful_count=body["helpful_count"], unhelpful_count=body["unhelpful_count"],
+                retrieval_count=body["retrieval_count"],
+                last_retrieved_at=_when(body["last_retrieved_at"]),
+                importance=body["importance"], pinned=body.get("pinned", False),
+                mention_count=body["mention_count"],
+                status=body["status"] if body["status"] in Status.values else Status.ACTIVE,
+                archived_at=_when(body.get("archived_at")), created_by=body["created_by"],
+                created_at=_when(body["created_at"]) or now,
+                search_vector=_search_vector(body["content"]),
+            )  # fmt: skip
+            created[record.id] = fact
+            FactEntity.objects.bulk_create(
+                [
+                    FactEntity(tenant=tenant, fact=fact, entity_id=entities[old], role=role)
+                    for old, role in body.get("entities", [])
+                    if old in entities
+                ],
+                ignore_conflicts=True,
+            )
+            Feedback.objects.bulk_create(
+                Feedback(tenant=tenant, fact=fact, helpful=f["helpful"], actor=f["actor"])
+                for f in body.get("feedback", [])
+            )
+            history = [
+                FactEvent(
+                    tenant=tenant, fact_id=fact.pk, action=e["action"], actor=e["actor"],
+                    before=e["before"], after=e["after"], at=_when(e["at"]) or now,
+                )
+                for e in body.get("history", [])
+            ]  # fmt: skip
+            history.append(
+                FactEvent(
+                    tenant=tenant,
+                    fact_id=fact.pk,
+                    action=EventAction.IMPORT,
+                    actor=str(actor),
+                    after={
+                        "bundle": reader.stem.name,
+                        "from_tenant": manifest.tenant,
+                        "from_id": record.id,
+                    },
+                    at=now,
+                )  # fmt: skip
+            )
+            FactEvent.objects.bulk_create(history)
+            summary.added += 1
+            if done % 500 == 0:
+                progress(done, total)
+        progress(done, total)
+        summary.to_embed = summary.added - summary.vectors_kept
+        FactEvent.objects.create(
+            tenant=tenant, fact_id=None, action=EventAction.IMPORT, actor=str(actor),
+            after={"bundle": reader.stem.name, "from_tenant": manifest.tenant,
+                   "added": summary.added, "exists": summary.exists,
+                   "restored": summary.restored},
+            at=now,
+        )  # fmt: skip
+        if summary.to_embed:
+            _schedule_embedding(tenant)  # one message for the tenant, after the commit
+    return summary
+
+
+# -- one file for HTTP: the bundle's three files in a tar --------------------------------------
+
+TAR_MEMBERS = {".dat", ".idx", ".manifest.json"}
+
+
+def bundle_tar_stream(stem: Path, *, cleanup: Path | None = None) -> Iterator[bytes]:
+    """The bundle at `stem` as an uncompressed tar, in chunks (its records are compressed
+    already); `cleanup` (a temporary folder) is removed once the last chunk went out."""
+    import shutil
+    import tarfile
+
+    from facts.bundles import bundle_paths
+
+    try:
+        for path in bundle_paths(stem):
+            info = tarfile.TarInfo(f"bundle{path.name[len(stem.name) :]}")
+            info.size = path.stat().st_size
+            info.mtime = int(path.stat().st_mtime)
+            yield info.tobuf(format=tarfile.PAX_FORMAT)
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    yield chunk
+            padding = -path.stat().st_size % 512
+            if padding:
+                yield b"\0" * padding
+        yield b"\0" * 1024
+    finally:
+        if cleanup is not None:
+            shutil.rmtree(cleanup, ignore_errors=True)
+
+
+def bundle_from_tar(upload: Any, folder: Path) -> Path:
+    """Unpack an uploaded tar holding one bundle into `folder`; only the three bundle files,
+    nothing else, no paths. Returns the bundle's stem."""
+    import tarfile
+
+    stem = folder / "bundle"
+    found = set()
+    try:
+        with tarfile.open(fileobj=upload, mode="r|*") as tar:
+            for member in tar:
+                suffix = member.name[len("bundle") :] if member.name.startswith("bundle") else ""
+                if not member.isfile() or suffix not in TAR_MEMBERS or suffix in found:
+                    raise InvalidInput("bundle", f"unexpected member {member.name!r} in the tar")
+                source = tar.extractfile(member)
+                assert source is not None  # noqa: S101 - a regular file has content
+                with (folder / f"bundle{suffix}").open("wb") as target:
+                    while chunk := source.read(1 << 20):
+                        target.write(chunk)
+                found.add(suffix)
+    except tarfile.TarError as error:
+        raise InvalidInput("bundle", f"not a tar of a bundle ({error})") from None
+    if found != TAR_MEMBERS:
+        missing = ", ".join(sorted(f"bundle{s}" for s in TAR_MEMBERS - found))
+        raise InvalidInput("bundle", f"the tar lacks {missing}")
+    return stem
