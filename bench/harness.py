@@ -43,6 +43,7 @@ def bench_database() -> Iterator[None]:
     server = server_for_home(settings.MNEMOSYNE_HOME) if settings.MNEMOSYNE_EMBEDDED_DB else None
     if server is not None:
         server.start()
+
     old_name = connection.settings_dict["NAME"]
     try:
         progress("preparing a fresh database")

@@ -6,19 +6,17 @@ on its first), the buffered writes in batches with their idempotency keys, the `
 `fact_feedback` tool calls, and the end of a session (auto-extraction). API keys only; the
 tenant is the key's, and the profile's `scope` stays inside the key's scope limit.
 
-A database that does not answer is a 503 with a reason (the profile keeps its writes and sends
-them again), never a 500.
+A database that does not answer is a 503 with a reason and Retry-After (the API's exception
+handler; the profile keeps its writes and sends them again), never a 500.
 """
 
 from __future__ import annotations
 
 import copy
-import logging
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from django.db import InterfaceError, OperationalError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -39,9 +37,6 @@ from retrieval.context import IMPORTANT_SHARE, context_cached
 from retrieval.search import MAX_QUERY_CHARS
 from tenants.errors import InvalidInput
 
-logger = logging.getLogger(__name__)
-
-UNAVAILABLE = "the memory store is unavailable right now (its database does not answer)"
 MAX_BATCH = 100
 _TAGS = ["agent"]
 
@@ -188,12 +183,6 @@ class AgentViewSet(TenantViewSet):
         "tool": Need.READ,
         "profile_import": Need.WRITE,
     }
-
-    def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, OperationalError | InterfaceError):
-            logger.warning("agent request while the database is unreachable: %s", exc)
-            return Response(error_body(UNAVAILABLE, code="unavailable"), status=503)
-        return super().handle_exception(exc)
 
     def _read(self, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
         data = serializer_class(data=self.request.data)
