@@ -24,7 +24,7 @@ from facts.entities import entities_found, entity_dictionary, entity_extractor, 
 from facts.models import Category, Fact, Kind
 from retrieval import sql
 from retrieval.embedders import EmbedderError
-from retrieval.language import query_without_language, text_language
+from retrieval.language import LANGUAGES, language_means, query_without_language, text_language
 from retrieval.stats import corpus_stats
 from retrieval.text import analyze
 from retrieval.vectors import embedder_for, serving_space
@@ -199,6 +199,11 @@ def _vector_scores(
         vector = embedder.embed([query], purpose="query")[0]
         if CENTRE_QUERY:
             vector = query_without_language(vector, query, embedder)
+            # How far the centred question leans towards each language's texts as a whole: no
+            # evidence about any one memory, so each memory's vector score loses its language's
+            # (the memory's language taken out as well as the question's).
+            means = language_means(embedder)
+            scorers["offsets"] = {lang: float(vector @ means[lang]) for lang in LANGUAGES}
     except EmbedderError as error:
         # Recall goes on with its other channels while the embedder is broken (see /healthz).
         logger.warning("tenant %s: vector channel off: %s", tenant_id, error)
@@ -299,6 +304,13 @@ def _complete_scores(
                 ids=missing,
             )
         )
+    offsets = scorers.get("offsets")
+    if "vec" in raw and offsets:
+        raw["vec"] = {
+            fid: score - offsets["zh" if candidates[fid].han else "en"]
+            for fid, score in raw["vec"].items()
+            if fid in candidates
+        }
 
 
 # -- fusion -----------------------------------------------------------------------------------
