@@ -46,6 +46,9 @@ ENTITY_GATED = True
 # The query's vector without its language (retrieval.language): questions find memories
 # written in the other language.
 CENTRE_QUERY = True
+# How much of its language each memory's vector score loses (see README "Questions in the
+# other language").
+MEMORY_CENTRING = 0.5
 # Full text can hardly match a memory in the other language than the question's: for such a
 # memory its silence says little (see _fuse). Needed once every candidate is scored by both
 # channels: full text's same-language matches then keep their vector score too.
@@ -307,7 +310,7 @@ def _complete_scores(
     offsets = scorers.get("offsets")
     if "vec" in raw and offsets:
         raw["vec"] = {
-            fid: score - offsets["zh" if candidates[fid].han else "en"]
+            fid: score - MEMORY_CENTRING * offsets["zh" if candidates[fid].han else "en"]
             for fid, score in raw["vec"].items()
             if fid in candidates
         }
