@@ -61,19 +61,19 @@ class ProfileIn(StrictSerializer):
     settings = ProfileSettingsIn(required=False)
 
 
-class KeyOut(serializers.Serializer):
+class WhoAmIKeyOut(serializers.Serializer):
     prefix = serializers.CharField()
     name = serializers.CharField()
 
 
-class TenantOut(serializers.Serializer):
+class KeyTenantOut(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
 
 
 class WhoAmIOut(serializers.Serializer):
-    tenant = TenantOut()
-    key = KeyOut()
+    tenant = KeyTenantOut()
+    key = WhoAmIKeyOut()
     scopes = serializers.ListField(child=serializers.CharField(), help_text="read, write")
     scope_prefix = serializers.CharField(help_text="the key's scope limit; empty: whole tenant")
 
