@@ -115,6 +115,12 @@ def test_a_superuser_deletes_a_tenant_after_typing_its_name(
     client = _page(root)
     page = client.get("/t/acme/tenant/").content.decode()
     assert 'id="delete-export-facts"' in page
+    # The copy offered first is a bundle another tenant (or Mnemosyne) can import.
+    bundle = client.get("/t/acme/facts/export-bundle")
+    assert bundle.status_code == 200 and bundle["Content-Type"] == "application/x-tar"
+    assert 'id="delete-export-bundle"' in page and b"bundle.manifest.json" in b"".join(
+        bundle.streaming_content
+    )
     wrong = client.post("/t/acme/tenant/delete", {"confirm": "acm"})
     assert wrong.status_code == 400 and "type the tenant" in wrong.content.decode()
     gone = client.post("/t/acme/tenant/delete", {"confirm": "acme"})
