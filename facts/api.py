@@ -618,6 +618,14 @@ class BundleViewSet(TenantViewSet):
         "checksums): facts, entities, feedback, history and vectors. Streamed; audited.",
         parameters=[BundleExportQuery],
         responses={(200, "application/x-tar"): OpenApiTypes.BINARY},
+        examples=[
+            OpenApiExample(
+                "a bundle",
+                response_only=True,
+                media_type="application/x-tar",
+                value="(a tar: bundle.dat, bundle.idx, bundle.manifest.json)",
+            )
+        ],
         tags=["bundles"],
     )
     def export(self, request: Request, tenant: str | None = None) -> StreamingHttpResponse:
@@ -646,6 +654,22 @@ class BundleViewSet(TenantViewSet):
         "and nothing is imported. All or nothing; importing twice adds nothing.",
         request={"application/x-tar": OpenApiTypes.BINARY},
         responses={200: BundleImportOut},
+        examples=[
+            OpenApiExample(
+                "imported",
+                response_only=True,
+                value={
+                    "added": 1180,
+                    "exists": 20,
+                    "restored": 0,
+                    "entities_added": 64,
+                    "vectors_kept": 1180,
+                    "to_embed": 0,
+                    "model": "multilingual-e5-small-int8",
+                    "counts": {"fact": 1200, "entity": 70, "vector": 1200},
+                },
+            )
+        ],
         tags=["bundles"],
     )
     def create(self, request: Request, tenant: str | None = None) -> Response:

@@ -208,11 +208,21 @@ def _search_vector(content: str) -> CombinedSearchVector:
 
 
 def _schedule_embedding(tenant: Tenant) -> None:
+    """One nudge per tenant and transaction, sent once it commits: a bulk import of ten
+    thousand facts sends one message, and the worker embeds them in batches."""
     from facts.tasks import facts_embed_pending
 
     tenant_id = tenant.pk
+    pending = connection.run_on_commit if connection.in_atomic_block else []
+    if any(getattr(f, "embeds_tenant", None) == tenant_id for _, f, _ in pending):
+        return
+
+    def nudge() -> None:
+        facts_embed_pending.delay(tenant_id)
+
+    nudge.embeds_tenant = tenant_id  # type: ignore[attr-defined]
     # A lost message only delays embedding: beat's sweep finds unembedded facts anyway.
-    transaction.on_commit(lambda: facts_embed_pending.delay(tenant_id), robust=True)
+    transaction.on_commit(nudge, robust=True)
 
 
 def _locked_fact(tenant: Tenant, fact_id: Any) -> Fact:

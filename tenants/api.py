@@ -528,6 +528,18 @@ class RetentionRunOut(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
+_RUN = {
+    "id": 12, "trigger": "schedule", "dry_run": False, "status": "done",
+    "counts": {"unretrieved": 85, "low_trust": 12, "over_limit": 0, "purged": 4, "bundles": 1,
+               "planned": {"archive": 97, "purge": 4}},
+    "policy": {"archive_after_days_unretrieved": 365, "archive_below_trust": 0.2,
+               "max_active_facts": None, "purge_archived_after_days": 730,
+               "legal_hold": False, "run_every_hours": 24},
+    "note": "", "created_by": "job:retention", "created_at": "2026-12-03T03:00:00Z",
+    "started_at": "2026-12-03T03:00:01Z", "finished_at": "2026-12-03T03:00:04Z",
+}  # fmt: skip
+
+
 class RetentionRunsOut(serializers.Serializer):
     next_run_at = serializers.DateTimeField(help_text="when beat starts the next scheduled run")
     runs = RetentionRunOut(many=True, help_text="the last 20, newest first")
@@ -539,6 +551,13 @@ class RetentionViewSet(TenantViewSet):
     @extend_schema(
         summary="The last runs of the policy, and when the next one is due",
         responses={200: RetentionRunsOut},
+        examples=[
+            OpenApiExample(
+                "runs",
+                response_only=True,
+                value={"next_run_at": "2026-12-04T03:00:00Z", "runs": [_RUN]},
+            )
+        ],
         tags=["retention"],
     )
     def runs(self, request: Request, tenant: str | None = None) -> Response:
@@ -559,6 +578,10 @@ class RetentionViewSet(TenantViewSet):
         "archive and purge now (200).",
         request=RetentionRunIn,
         responses={200: RetentionRunOut, 202: RetentionRunOut},
+        examples=[
+            OpenApiExample("dry run", value={"dry_run": True}, request_only=True),
+            OpenApiExample("a run", value=_RUN, response_only=True),
+        ],
         tags=["retention"],
     )
     def run(self, request: Request, tenant: str | None = None) -> Response:

@@ -381,3 +381,14 @@ def test_deleting_a_tenant_takes_its_archives_too(
         record = tenant_delete(tenant=tenant, actor=system_actor, confirm="acme")
     assert record.counts["facts.Fact"] == 1 and record.counts["facts.RetentionRun"] == 1
     assert not (archives / str(tenant.pk)).exists()
+
+
+def test_a_bulk_import_sends_one_embedding_message(
+    tenant, owner_actor, django_capture_on_commit_callbacks
+) -> None:
+    lines = [json.dumps({"content": f"Imported note number {i}"}) for i in range(40)]
+    with django_capture_on_commit_callbacks() as callbacks:
+        report = services.fact_import(tenant=tenant, lines=lines, actor=owner_actor)
+    assert report.counts["added"] == 40
+    nudges = [c for c in callbacks if getattr(c, "embeds_tenant", None) == tenant.pk]
+    assert len(nudges) == 1  # one message for the tenant, not one per fact
