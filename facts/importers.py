@@ -35,7 +35,7 @@ ENTRY_DELIMITER = "\n§\n"  # Hermes' tools/memory_tool.py
 class HermesImport:
     added: int = 0
     exists: int = 0
-    entities_linked: int = 0
+    entities_linked: int = 0  # the holographic store's fact-entity links carried over
     sources: tuple[str, ...] = ()
 
     @property
@@ -131,10 +131,10 @@ def holographic_import(
                 if new:
                     entity.aliases = [*entity.aliases, *new][:50]
                     entity.save(update_fields=["aliases"])
-                _, made = FactEntity.objects.get_or_create(
+                FactEntity.objects.for_tenant(tenant).get_or_create(
                     tenant=tenant, fact=fact, entity=entity, defaults={"role": "subject"}
-                )
-                summary.entities_linked += made
+                )  # our extractor may have linked it already
+                summary.entities_linked += 1
     return summary
 
 

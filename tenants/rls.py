@@ -45,13 +45,25 @@ def same_tenant_fk(
     )
 
 
+# Refuses UPDATE and DELETE, except the DELETE of a tenant's rows while tenant_delete deletes
+# that tenant (it sets app.deleting_tenant for its transaction).
+APPEND_ONLY_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION mnemosyne_append_only() RETURNS trigger "
+    "LANGUAGE plpgsql AS $$ BEGIN "
+    "IF TG_OP = 'DELETE' AND OLD.tenant_id::text = "
+    "current_setting('app.deleting_tenant', true) THEN RETURN OLD; END IF; "
+    "RAISE EXCEPTION '% is append-only', TG_TABLE_NAME "
+    "USING ERRCODE = 'insufficient_privilege'; END $$"
+)
+
+
 def append_only(table: str) -> migrations.RunSQL:
-    """Refuse UPDATE and DELETE: an audit trail that can be edited is not one."""
+    """Refuse UPDATE and DELETE: an audit trail that can be edited is not one. (Every call
+    defines the one shared function the same way, so a later migration cannot undo
+    tenants 0004's exception for deleting a tenant.)"""
     return migrations.RunSQL(
         sql=[
-            "CREATE OR REPLACE FUNCTION mnemosyne_append_only() RETURNS trigger "
-            "LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION "
-            "'% is append-only', TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege'; END $$",
+            APPEND_ONLY_FUNCTION,
             f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
             "FOR EACH ROW EXECUTE FUNCTION mnemosyne_append_only()",
         ],

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-from tenants.rls import tenant_rls
+from tenants.rls import APPEND_ONLY_FUNCTION, tenant_rls
 
 
 class Migration(migrations.Migration):
@@ -127,6 +127,9 @@ END $$
 
 Migration.operations += [
     tenant_rls("facts_retentionrun"),
+    # facts 0002/0008 re-created the shared append-only function without the exception
+    # tenants 0004 added for deleting a tenant; which one won depended on migration order.
+    migrations.RunSQL(sql=APPEND_ONLY_FUNCTION, reverse_sql=migrations.RunSQL.noop),
     migrations.RunSQL(
         sql=[
             REDACT_FUNCTION,
