@@ -68,3 +68,47 @@ def write_json(path: str | None, figures: dict[str, Any]) -> None:
     if path:
         Path(path).write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         progress(f"figures written to {path}")
+
+
+@contextmanager
+def web_server(*, workers: int = 2) -> Iterator[str]:
+    """Mnemosyne's web processes (gunicorn, as `mnemosyne up` starts them) on the bench's
+    database; yields their URL. Call inside bench_database()."""
+    import subprocess
+
+    import httpx
+    from django.db import connection
+
+    from memoryadmin.supervisor import gunicorn_command
+    from tests.helpers import database_url, free_port, wait_for
+
+    port = free_port()
+    log = Path(tempfile.gettempdir()) / f"mnemosyne-bench-web-{port}.log"
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "MNEMOSYNE_API_RATE_KEY": "off",  # a bench sends more than an agent would
+        "PYTHONPATH": str(REPO),
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    progress(f"starting gunicorn on 127.0.0.1:{port}, {workers} workers (log: {log})")
+    web = subprocess.Popen(  # noqa: S603 - our own gunicorn, fixed arguments
+        [sys.executable, *gunicorn_command(bind=f"127.0.0.1:{port}", workers=workers)],
+        env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        # An API answer (401 without a key) says a worker serves requests; /healthz would wait
+        # for every part it checks.
+        try:
+            return httpx.get(f"{url}/api/v1/agent/whoami", timeout=10).status_code == 401
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(up, timeout=300, what="gunicorn")
+        yield url
+    finally:
+        web.terminate()
+        web.wait(timeout=30)

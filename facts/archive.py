@@ -131,13 +131,8 @@ def facts_purge(
     ids = [f.pk for f in facts]
     Fact.objects.for_tenant(tenant).filter(pk__in=ids).delete()
     with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE facts_factevent SET before = mnemosyne_redact_content(before), "
-            "after = mnemosyne_redact_content(after) "
-            "WHERE tenant_id = %s AND fact_id = ANY(%s) "
-            "AND (before ? 'content' OR after ? 'content')",
-            [tenant.pk, ids],
-        )
+        # The owner's function: the runtime role may not UPDATE the audit trail itself.
+        cursor.execute("SELECT mnemosyne_fact_events_redact(%s, %s)", [tenant.pk, ids])
     now = timezone.now()
     FactEvent.objects.bulk_create(
         FactEvent(

@@ -5,6 +5,9 @@ among many that are not. These rules pick the sentences that state a preference,
 identity or a decision, and say which category each belongs to. They favour precision: a missed
 fact can still be stored with `fact_store`, a wrong one pollutes every later recall. Questions
 are never facts ("Do I like tea?", "我喜欢什么？").
+
+Plain Python (categories are facts.models.Category's values): the Hermes provider uses it in the
+Hermes process, which loads no Django.
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from facts.models import Category
 
 MIN_CHARS_LATIN, MIN_CHARS_HAN, MAX_CHARS = 10, 5, 300
 
@@ -82,9 +83,9 @@ def _worth_keeping(sentence: str) -> bool:
 
 def _classify(sentence: str) -> tuple[str, str] | None:
     for rules, category in (
-        (_DECISION, Category.PROJECT),
-        (_PREFERENCE, Category.USER_PREF),
-        (_REMEMBER, Category.GENERAL),
+        (_DECISION, "project"),
+        (_PREFERENCE, "user_pref"),
+        (_REMEMBER, "general"),
     ):
         for name, pattern in rules:
             if pattern.search(sentence):

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from facts.contradiction import CONTRADICT, DUPLICATE, Verdict, pair_judge
@@ -44,10 +44,11 @@ from facts.models import (
 from retrieval import sql
 from retrieval.embedders import EmbedderError
 from retrieval.vectors import embedder_for, serving_space
+from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
-from tenants.scope import all_tenants_scope, tenant_scope
+from tenants.scope import scope_within, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def _set_status_event(tenant: Tenant, fact: Fact, action: str, actor: Actor, **v
 
 def _in_scope(scope: str, other: str) -> bool:
     """The same scope, or one inside the other (user:alice and user:alice/project:x)."""
-    return scope == other or other.startswith(f"{scope}/") or scope.startswith(f"{other}/")
+    return scope_within(other, scope) or scope_within(scope, other)
 
 
 # -- near-duplicates ----------------------------------------------------------------------------
@@ -333,19 +334,7 @@ def conflicts_check_pending(*, tenant: Tenant, limit: int = CHECK_BATCH) -> Chec
 
 def tenants_with_unchecked_facts() -> list[int]:
     """Tenants with embedded facts stored after their last conflict check."""
-    with all_tenants_scope("conflict sweep"):
-        checked = dict(ConflictScan.objects.all_tenants().values_list("tenant_id", "last_fact_id"))
-        newest = (
-            Fact.objects.all_tenants()
-            .filter(status=Status.ACTIVE, kind=Kind.FACT)
-            .exclude(embedding_model="")
-            .order_by()
-            .values("tenant_id")
-            .annotate(newest=Max("id"))
-        )
-        return [
-            row["tenant_id"] for row in newest if row["newest"] > checked.get(row["tenant_id"], 0)
-        ]
+    return cross_tenant.tenants_unchecked()
 
 
 # -- decisions --------------------------------------------------------------------------------

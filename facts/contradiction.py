@@ -97,6 +97,15 @@ _EN_ANTONYMS = [
 
 # -- Chinese -------------------------------------------------------------------------------------
 
+# Verbs that take many values at once: another object is more, not other (去过巴黎 / 去过东京,
+# "speaks French" / "speaks German"). Other verbs keep one value at a time (lives in, works at).
+_ZH_MANY_VALUED = frozenset(
+    "去过 读过 看过 吃过 玩过 学过 用过 到过 养 养了 教 学 在学 过敏".split()
+)
+_EN_MANY_VALUED_WORDS = (
+    "visited visit been allergic speaks speak teaches teach studies study learning learn"
+)
+
 _ZH_NEGATION = frozenset(
     "不 没 没有 未 无 别 非 不再 从不 从来不 并不 并非 不是 不会 不能 不用 甭".split()
 )
@@ -316,6 +325,7 @@ _ANTONYMS = {
     **{b: a for a, b in _ZH_ANTONYMS},
 }
 _ANTONYM_PAIRS = {frozenset(p) for p in _EN_ANTONYMS + _ZH_ANTONYMS}
+_MANY_VALUED = _ZH_MANY_VALUED | {_stem(w) for w in _EN_MANY_VALUED_WORDS.split()}
 
 # Tuned on bench/data/conflicts_tune.jsonl (see bench/data/README.md).
 SAME_SUBJECT = 0.5  # share of the shorter statement's words the other also has
@@ -404,8 +414,14 @@ def pair_judge(
     only_a, only_b = sa.words - sb.words, sb.words - sa.words
     additive = sa.additive or sb.additive
     values_differ = bool(sa.values and sb.values and sa.values != sb.values)
+    # The same frame around another thing (去过巴黎 / 去过东京, 喜欢科幻片 / 不喜欢恐怖片).
+    swap = _swap(sa, sb) if not additive else None
+    other_thing = (
+        swap is not None and bool(set(swap[0]) - sa.verbish) and bool(set(swap[1]) - sb.verbish)
+    )
     if shared and overlap >= SAME_SUBJECT:
-        if sa.negated != sb.negated and jaccard >= NEGATION_JACCARD:
+        # A negation of another thing is no disagreement.
+        if sa.negated != sb.negated and jaccard >= NEGATION_JACCARD and not other_thing:
             sure = round(0.5 + jaccard / 2, 3)
             return Verdict(CONTRADICT, "negation", sure, clear=jaccard >= 0.6)
         if sa.negated == sb.negated and not values_differ and _opposites(sa, sb):
@@ -418,21 +434,27 @@ def pair_judge(
         ):
             reason = "date" if _dates(sa.values | sb.values) else "number"
             return Verdict(CONTRADICT, reason, round(0.5 + overlap / 2, 3), clear=True)
-        swap = _swap(sa, sb) if sa.negated == sb.negated and not additive else None
+        # Two values under a negation never clash (不吃辣 / 不吃香菜), nor two under a verb
+        # that takes many (去过巴黎 / 去过东京).
+        frame = set(_refine(sa.sequence, sb.sequence)) & set(_refine(sb.sequence, sa.sequence))
+        one_value = sa.negated == sb.negated and not sa.negated and not (frame & _MANY_VALUED)
         if (
-            swap is not None
+            one_value
+            and other_thing
+            and swap is not None
             and not values_differ
             and len(swap[0]) == len(swap[1])
-            and set(swap[0]) - sa.verbish
-            and set(swap[1]) - sb.verbish
         ):
             return Verdict(
                 CONTRADICT, "value", round(0.4 + jaccard / 2, 3),
                 clear=len(swap[0]) == 1,
             )  # fmt: skip
+    # Another thing in the same frame is something else, however close the vectors (去过巴黎 /
+    # 去过东京 are 0.96 apart in e5): not a duplicate to join.
     if (
         similarity is not None
         and similarity >= duplicate_threshold
+        and not other_thing
         and not values_differ
         and sa.negated == sb.negated
         and jaccard >= DUPLICATE_JACCARD

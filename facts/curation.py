@@ -36,10 +36,11 @@ from facts.models import (
     RelinkJob,
     RelinkStatus,
 )
+from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant, TenantEvent
-from tenants.scope import all_tenants_scope, tenant_scope
+from tenants.scope import tenant_scope
 
 MAX_NAME = 200
 MAX_ALIASES = 50
@@ -492,13 +493,23 @@ def relink_fail(*, tenant: Tenant, job_id: int, error: str) -> None:
         )
 
 
+def _tenants_with_facts() -> list[int]:
+    """Each tenant in turn (rare: only when the extractor changed)."""
+    found = []
+    for tenant_id in Tenant.objects.order_by("pk").values_list("pk", flat=True):
+        with tenant_scope(tenant_id):
+            if Fact.objects.for_tenant(tenant_id).exists():
+                found.append(tenant_id)
+    return found
+
+
 def relink_sweep() -> list[tuple[int, int]]:
     """Beat's check: when the extractor changed since facts were last linked, every tenant
     with facts gets a relink job; queued jobs whose message was lost and running jobs whose
     worker died are sent again. Returns the (tenant id, job id) pairs to run."""
     signature = extraction_signature()
     todo: list[tuple[int, int]] = []
-    with all_tenants_scope("entity relink sweep"), transaction.atomic():
+    with transaction.atomic():
         state = ExtractorState.objects.select_for_update().first()
         changed = state is not None and state.signature != signature
         if state is None:
@@ -506,14 +517,11 @@ def relink_sweep() -> list[tuple[int, int]]:
         elif changed:
             state.signature = signature
             state.save(update_fields=["signature", "at"])
-        stale = timezone.now() - timedelta(minutes=1)
-        pending = RelinkJob.objects.all_tenants().filter(
-            Q(status=RelinkStatus.QUEUED, created_at__lt=stale)
-            | Q(status=RelinkStatus.RUNNING, updated_at__lt=timezone.now() - RELINK_STALE)
+        now = timezone.now()
+        todo += cross_tenant.relink_stale(
+            queued_before=now - timedelta(minutes=1), running_before=now - RELINK_STALE
         )
-        todo += list(pending.values_list("tenant_id", "pk"))
-        facts = Fact.objects.all_tenants().order_by()
-        tenant_ids = list(facts.values_list("tenant_id", flat=True).distinct()) if changed else []
+    tenant_ids = _tenants_with_facts() if changed else []
     actor = Actor.job("entities.relink")
     for tenant in Tenant.objects.filter(pk__in=tenant_ids):
         job = relink_start(tenant=tenant, actor=actor, reason=f"extractor: {signature}")

@@ -7,8 +7,9 @@ from django.db.models import Q
 
 from facts.models import Fact, FactVector, Kind, Status
 from retrieval.vectors import configured_embedder, embedding_targets, not_model
+from tenants import cross_tenant
 from tenants.models import Tenant
-from tenants.scope import all_tenants_scope, tenant_scope
+from tenants.scope import tenant_scope
 
 
 def _line(fact: Fact) -> str:
@@ -94,12 +95,4 @@ def facts_embed_batch(*, tenant: Tenant, limit: int = 64) -> int:
 
 
 def tenants_with_pending_embeddings() -> list[int]:
-    configured = configured_embedder().name
-    with all_tenants_scope("embedding sweep"):
-        return list(
-            Fact.objects.all_tenants()
-            .filter(not_model(configured), status=Status.ACTIVE)
-            .order_by()
-            .values_list("tenant_id", flat=True)
-            .distinct()
-        )
+    return cross_tenant.tenants_unembedded(model=configured_embedder().name)

@@ -20,7 +20,7 @@ from facts.entities import entity_normalize
 from facts.models import Category, Conflict, ConflictStatus, Entity, Fact, FactEntity, Kind, Status
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
+from tenants.scope import scope_path, scope_q, tenant_scope
 
 MAX_LIMIT = 100
 MAX_ENTITIES = 10
@@ -84,9 +84,9 @@ def _facts(
     if kind is not None and kind not in Kind.values:
         raise InvalidInput("kind", f"must be one of {', '.join(Kind.values)}")
     facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
-    prefix = (scope or "").strip().strip("/")
+    prefix = scope_path(scope)
     if prefix:
-        facts = facts.filter(Q(scope=prefix) | Q(scope__startswith=f"{prefix}/"))
+        facts = facts.filter(scope_q(prefix))
     if category:
         facts = facts.filter(category=category)
     if kind:

@@ -29,7 +29,7 @@ from facts.models import RetentionRunStatus as RunStatus
 from tenants.actors import Actor
 from tenants.errors import NotFound
 from tenants.models import RetentionPolicy, Tenant
-from tenants.scope import all_tenants_scope, tenant_scope
+from tenants.scope import tenant_scope
 
 JOB = Actor.job("retention")
 BATCH = 200
@@ -339,38 +339,14 @@ def retention_run_fail(*, tenant: Tenant, run_id: int, error: str) -> None:
 def retention_sweep(*, now: datetime | None = None) -> list[tuple[int, int]]:
     """Beat's check: start a run for every tenant whose policy's interval has passed since its
     last scheduled run; send again runs whose message was lost (queued for a minute) or whose
-    worker died (lease expired). Returns the (tenant id, run id) pairs to send."""
+    worker died (lease expired). Returns the (tenant id, run id) pairs to send. Reads across
+    tenants through the owner's narrow function `mnemosyne_retention_due`."""
     now = now or timezone.now()
-    with all_tenants_scope("retention sweep"):
-        runs = RetentionRun.objects.all_tenants().filter(dry_run=False)
-        todo = list(
-            runs.filter(
-                Q(status=RunStatus.QUEUED, created_at__lt=now - timedelta(minutes=1))
-                | Q(status=RunStatus.RUNNING, lease_until__lt=now)
-            ).values_list("tenant_id", "pk")
-        )
-        busy = {tenant_id for tenant_id, _ in todo}
-        busy |= set(
-            runs.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).values_list(
-                "tenant_id", flat=True
-            )
-        )
-        due = []
-        every = {
-            p.tenant_id: p.run_every_hours
-            for p in RetentionPolicy.objects.all_tenants().only("tenant_id", "run_every_hours")
-        }
-        last = dict(
-            runs.filter(trigger="schedule")
-            .order_by("tenant_id", "-created_at")
-            .distinct("tenant_id")
-            .values_list("tenant_id", "created_at")
-        )
-        for tenant_id, hours in every.items():
-            if tenant_id in busy:
-                continue
-            if tenant_id not in last or last[tenant_id] + timedelta(hours=hours) <= now:
-                due.append(tenant_id)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT tenant_id, run_id FROM mnemosyne_retention_due(%s)", [now])
+        rows = cursor.fetchall()
+    todo = [(tenant_id, run_id) for tenant_id, run_id in rows if run_id is not None]
+    due = [tenant_id for tenant_id, run_id in rows if run_id is None]
     for tenant in Tenant.objects.filter(pk__in=due):
         run, created = retention_run_start(tenant=tenant, actor=JOB, trigger="schedule")
         if created:

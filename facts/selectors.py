@@ -28,7 +28,7 @@ from facts.models import (
 )
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant, TenantAction, TenantEvent
-from tenants.scope import current_scope_limit, tenant_scope
+from tenants.scope import current_scope_limit, scope_q, tenant_scope
 
 MAX_PAGE = 200
 MAX_ID = 2**63 - 1  # bigint
@@ -123,8 +123,7 @@ def fact_list(
         raise InvalidInput("limit", f"must be a whole number from 1 to {MAX_PAGE}")
     filters = Q()
     if scope_prefix:
-        prefix = scope_prefix.strip().strip("/")
-        filters &= Q(scope=prefix) | Q(scope__startswith=f"{prefix}/")
+        filters &= scope_q(scope_prefix)
     if _choice("category", category, Category.values):
         filters &= Q(category=category)
     if _choice("kind", kind, Kind.values):

@@ -208,21 +208,25 @@ def _search_vector(content: str) -> CombinedSearchVector:
 
 
 def _schedule_embedding(tenant: Tenant) -> None:
-    """One nudge per tenant and transaction, sent once it commits: a bulk import of ten
-    thousand facts sends one message, and the worker embeds them in batches."""
+    """One embedding message per tenant and transaction, however many facts it adds (an import
+    of 10,000 lines sends one; the task embeds every pending fact of the tenant in batches)."""
     from facts.tasks import facts_embed_pending
 
     tenant_id = tenant.pk
-    pending = connection.run_on_commit if connection.in_atomic_block else []
-    if any(getattr(f, "embeds_tenant", None) == tenant_id for _, f, _ in pending):
+    connection = transaction.get_connection()
+    # Django drops a callback whose savepoint rolls back, so one still listed will run.
+    if any(
+        getattr(callback, "embeds_tenant", None) == tenant_id
+        for _savepoints, callback, _robust in connection.run_on_commit
+    ):
         return
 
-    def nudge() -> None:
+    def send() -> None:
         facts_embed_pending.delay(tenant_id)
 
-    nudge.embeds_tenant = tenant_id  # type: ignore[attr-defined]
+    send.embeds_tenant = tenant_id  # type: ignore[attr-defined]
     # A lost message only delays embedding: beat's sweep finds unembedded facts anyway.
-    transaction.on_commit(nudge, robust=True)
+    transaction.on_commit(send, robust=True)
 
 
 def _locked_fact(tenant: Tenant, fact_id: Any) -> Fact:

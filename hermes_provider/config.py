@@ -4,8 +4,10 @@
       provider: mnemosyne
     plugins:
       mnemosyne:
-        database_url: postgresql://mnemosyne@db.example.com:5432/mnemosyne
+        url: https://mnemosyne.example.com   # the server; the provider talks only to its API
         api_key: mnm_...                 # or ${MNEMOSYNE_API_KEY}
+        ca_file: /etc/ssl/private-ca.pem # optional: the CA of a server with a private certificate
+        prefetch_timeout: 2              # seconds a turn waits for its memories at most
         scope: project:beta              # where this profile writes, and what it reads
         auto_extract: true               # candidate facts at the end of a session
         budget: 1300                     # tokens of memory per turn (system prompt + recall)
@@ -29,7 +31,9 @@ from typing import Any
 
 NAME = "mnemosyne"
 API_KEY_ENV = "MNEMOSYNE_API_KEY"
-DATABASE_URL_ENV = "MNEMOSYNE_DATABASE_URL"
+URL_ENV = "MNEMOSYNE_URL"
+# Set by installs of earlier releases, whose provider opened the database itself.
+LEGACY_KEYS = ("database_url", "model_dir", "embedder", "broker_url")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _WEIGHTS = ("fts", "vec", "entity")
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0", ""}
@@ -43,13 +47,17 @@ _OVERRIDES: dict[str, tuple[str, float, float, bool]] = {
 
 @dataclass
 class ProviderConfig:
-    database_url: str = ""
+    url: str = ""
     api_key: str = ""
+    ca_file: str = ""
     scope: str = ""
     auto_extract: bool = False
-    embedder: str = "default"
-    model_dir: str = ""
-    broker_url: str = ""
+    # Seconds a turn waits for its memories; then it goes on without them.
+    prefetch_timeout: float = 2.0
+    # Seconds a tool call (fact_store, fact_feedback) may take.
+    tool_timeout: float = 15.0
+    # An install of an earlier release: the profile still holds a database URL.
+    legacy_database_url: bool = False
     # How long Hermes' exit waits for buffered memories to be written (the rest wait on disk).
     flush_seconds: float = 10.0
     # Tenant settings this profile sees differently (never saved to the tenant).
@@ -58,7 +66,7 @@ class ProviderConfig:
 
     @property
     def complete(self) -> bool:
-        return bool(self.database_url and self.api_key)
+        return bool(self.url and self.api_key)
 
 
 def hermes_config_path(hermes_home: str | Path) -> Path:
@@ -136,23 +144,28 @@ def _flag(section: dict[str, Any], key: str, problems: list[str]) -> bool:
 def parse_section(section: dict[str, Any], hermes_home: str | Path) -> ProviderConfig:
     problems: list[str] = []
     config = ProviderConfig(
-        database_url=_text(section, "database_url", problems)
-        or os.environ.get(DATABASE_URL_ENV, ""),
+        url=(_text(section, "url", problems) or os.environ.get(URL_ENV, "")).rstrip("/"),
         api_key=_text(section, "api_key", problems) or os.environ.get(API_KEY_ENV, ""),
+        ca_file=_text(section, "ca_file", problems),
         scope=_text(section, "scope", problems).strip("/"),
         auto_extract=_flag(section, "auto_extract", problems),
-        embedder=_text(section, "embedder", problems) or "default",
-        model_dir=_text(section, "model_dir", problems)
-        or str(Path(hermes_home).expanduser() / NAME / "models"),
-        broker_url=_text(section, "broker_url", problems),
+        legacy_database_url=bool(section.get("database_url")),
         problems=problems,
     )
-    if section.get("flush_seconds") is not None:
-        value = _number("flush_seconds", section["flush_seconds"], 0.0, 300.0, False)
-        if isinstance(value, str):
-            problems.append(value)
-        else:
-            config.flush_seconds = value
+    if config.url and not config.url.startswith(("http://", "https://")):
+        problems.append(f"plugins.{NAME}.url must start with http:// or https://; ignored")
+        config.url = ""
+    for key, low, high in (
+        ("flush_seconds", 0.0, 300.0),
+        ("prefetch_timeout", 0.1, 30.0),
+        ("tool_timeout", 1.0, 300.0),
+    ):
+        if section.get(key) is not None:
+            value = _number(key, section[key], low, high, False)
+            if isinstance(value, str):
+                problems.append(value)
+            else:
+                setattr(config, key, value)
     for key, (setting, low, high, whole) in _OVERRIDES.items():
         if section.get(key) is not None:
             value = _number(key, section[key], low, high, whole)

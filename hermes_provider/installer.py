@@ -1,25 +1,31 @@
 """`mnemosyne hermes install` / `uninstall`: connect a Hermes profile to Mnemosyne, or undo it.
 
-Install writes `$HERMES_HOME/plugins/mnemosyne/` (a plugin.yaml and an __init__.py that imports
+Install first asks the server who the API key is (`/api/v1/agent/whoami`) and stops, changing
+nothing, when the server does not answer or refuses the key. It writes
+`$HERMES_HOME/plugins/mnemosyne/` (a plugin.yaml and an __init__.py that imports
 this package: Hermes executes every .py file in a plugin's folder, so nothing else goes there)
 and sets `memory.provider` and `plugins.mnemosyne` in the profile's config.yaml, leaving the
 rest of the file (other settings, comments) as it was. Uninstall removes both, and puts back
 the memory provider the profile had before.
+
+The profile gets the server's URL and the key, nothing else that opens data: no database URL, no
+model. Neither command loads Django or opens a database.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
+import sys
 import sysconfig
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from hermes_provider import config as provider_config
+from hermes_provider.client import AgentClient, KeyRefused, Rejected, Unreachable
 
 NAME = provider_config.NAME
 PLUGIN_FILES = ("plugin.yaml", "__init__.py")
@@ -74,6 +80,10 @@ class KeyInfo:
     tenant_slug: str
     tenant_name: str
     scopes: list[str]
+    scope_prefix: str
+
+
+CHECK_TIMEOUT_S = 15.0
 
 
 def default_hermes_home() -> Path:
@@ -81,32 +91,40 @@ def default_hermes_home() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".hermes"
 
 
-def database_url_of(settings_dict: dict[str, Any]) -> str:
-    """A URL for the database Django is connected to (a unix socket as ?host=/dir)."""
-    user = quote(settings_dict.get("USER") or "")
-    password = f":{quote(settings_dict['PASSWORD'])}" if settings_dict.get("PASSWORD") else ""
-    host = settings_dict.get("HOST") or ""
-    port = settings_dict.get("PORT") or "5432"
-    name = quote(settings_dict["NAME"])
-    options = "".join(
-        f"&{quote(str(k))}={quote(str(v))}" for k, v in (settings_dict.get("OPTIONS") or {}).items()
-    )
-    if host.startswith("/"):
-        return f"postgresql://{user}{password}@/{name}?host={quote(host)}&port={port}{options}"
-    query = f"?{options[1:]}" if options else ""
-    return f"postgresql://{user}{password}@{host}:{port}/{name}{query}"
-
-
-def verify_key(token: str) -> KeyInfo:
-    from tenants.services import apikey_verify
-
-    key = apikey_verify(token=token)
-    if key is None:
+def verify_key(url: str, token: str, ca_file: str = "", scope: str | None = None) -> KeyInfo:
+    """Who the key is, according to the server, and whether it takes the scope (the server's
+    own rule: a path of type:name segments, inside the key's scope limit); InstallError when
+    it cannot say or refuses."""
+    try:
+        client = AgentClient(url, token, ca_file=ca_file, timeout=CHECK_TIMEOUT_S)
+    except OSError as error:
+        raise InstallError(f"--ca-file {ca_file}: {error}") from None
+    try:
+        who = client.call("GET", "whoami", timeout=CHECK_TIMEOUT_S)
+        if scope is not None:
+            try:
+                client.call("POST", "prompt", {"scope": scope}, timeout=CHECK_TIMEOUT_S)
+            except Rejected as refusal:
+                raise InstallError(f"--{refusal.message}") from None
+    except KeyRefused:
         raise InstallError(
             "that API key is unknown or revoked: create one in Mnemosyne's admin (Tenants, "
             "API keys) and copy it when it is shown"
-        )
-    return KeyInfo(key.prefix, key.name, key.tenant.slug, key.tenant.name, list(key.scopes))
+        ) from None
+    except Rejected as refusal:
+        raise InstallError(f"the server refused that API key: {refusal.message}") from None
+    except Unreachable as error:
+        raise InstallError(f"{error}; is Mnemosyne running there (`mnemosyne up`)?") from None
+    finally:
+        client.close()
+    return KeyInfo(
+        prefix=who["key"]["prefix"],
+        name=who["key"]["name"],
+        tenant_slug=who["tenant"]["slug"],
+        tenant_name=who["tenant"]["name"],
+        scopes=list(who["scopes"]),
+        scope_prefix=who.get("scope_prefix") or "",
+    )
 
 
 def _shim_paths() -> list[str]:
@@ -140,49 +158,32 @@ def _describe(value: Any) -> str:
 def install(
     *,
     hermes_home: Path,
+    url: str,
     api_key: str,
-    scope: str | None,
-    database_url: str | None,
+    scope: str | None = None,
+    ca_file: str | None = None,
     say: Callable[[str], None],
 ) -> None:
-    from django.conf import settings
-    from django.db import connection
-
-    from facts.services import clean_scope
-    from tenants.errors import InvalidInput
-
     hermes_home = hermes_home.expanduser().resolve()
     api_key = (api_key or "").strip()
+    url = (url or "").strip().rstrip("/")
     if not api_key:
         raise InstallError("--api-key is required")
-    try:
-        scope = clean_scope(scope) if scope else None
-    except InvalidInput as problem:
-        raise InstallError(f"--scope {problem.message}") from None
+    if not url.startswith(("http://", "https://")):
+        raise InstallError(f"--url {url or '(none)'}: give the server's http:// or https:// URL")
+    scope = (scope or "").strip().strip("/") or None
+    ca_file = str(Path(ca_file).expanduser().resolve()) if ca_file else None
     config_path = provider_config.hermes_config_path(hermes_home)
     if not hermes_home.is_dir():
         raise InstallError(f"{hermes_home} is not a directory (is --hermes-home right?)")
 
-    say(f"Connecting the Hermes profile in {hermes_home} to Mnemosyne")
-    key = verify_key(api_key)
+    say(f"Connecting the Hermes profile in {hermes_home} to Mnemosyne at {url}")
+    key = verify_key(url, api_key, ca_file or "", scope)
+    limit = f", within the scope {key.scope_prefix}" if key.scope_prefix else ""
     say(
         f"  API key {key.prefix}… ({key.name!r}) of tenant {key.tenant_slug} ({key.tenant_name}); "
-        f"it may {' and '.join(key.scopes)}"
+        f"it may {' and '.join(key.scopes)}{limit}"
     )
-    url = database_url or database_url_of(connection.settings_dict)
-
-    started = time.monotonic()
-    say("  embedder: preparing the model the profile will use (the first time takes ~20 s)")
-    from retrieval.embedders import EmbedderError, get_embedder
-
-    try:
-        embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
-    except EmbedderError as error:
-        raise InstallError(
-            f"the embedder {settings.MNEMOSYNE_EMBEDDER!r} did not load: {error}"
-        ) from None
-    say(f"  embedder: {embedder.name} ready in {time.monotonic() - started:.1f} s")
-
     folder = hermes_home / "plugins" / NAME
     _write_plugin(folder)
     say(f"  plugin: wrote {folder}/plugin.yaml and __init__.py")
@@ -190,13 +191,16 @@ def install(
     previous = provider_config.read_value(config_path, "memory.provider")
     changes: dict[str, Any] = {
         "memory.provider": NAME,
-        f"{_SECTION}.database_url": url,
+        f"{_SECTION}.url": url,
         f"{_SECTION}.api_key": api_key,
-        f"{_SECTION}.model_dir": str(settings.MNEMOSYNE_MODEL_DIR),
-        f"{_SECTION}.embedder": settings.MNEMOSYNE_EMBEDDER,
     }
     if scope is not None:
         changes[f"{_SECTION}.scope"] = scope
+    if ca_file is not None:
+        changes[f"{_SECTION}.ca_file"] = ca_file
+    # An earlier release's settings: the database credential and the model leave the profile.
+    for legacy in provider_config.LEGACY_KEYS:
+        changes[f"{_SECTION}.{legacy}"] = None
     if previous and previous != NAME:
         changes[f"{_SECTION}.previous_provider"] = previous
     changed = provider_config.update_config(config_path, changes)
@@ -204,10 +208,21 @@ def install(
         say(f"  config.yaml: memory.provider: {_describe(previous)} -> {NAME}")
     else:
         say(f"  config.yaml: memory.provider is {NAME} already")
-    settings_changed = [k.removeprefix(f"{_SECTION}.") for k in changed if k.startswith(_SECTION)]
-    if settings_changed:
-        say(f"  config.yaml: {_SECTION}: set {', '.join(settings_changed)}")
-    else:
+    updated = [
+        k.removeprefix(f"{_SECTION}.")
+        for k, (_, after) in changed.items()
+        if k.startswith(_SECTION) and after is not None
+    ]
+    removed = [
+        k.removeprefix(f"{_SECTION}.")
+        for k, (_, after) in changed.items()
+        if k.startswith(_SECTION) and after is None
+    ]
+    if updated:
+        say(f"  config.yaml: {_SECTION}: set {', '.join(updated)}")
+    if removed:
+        say(f"  config.yaml: {_SECTION}: removed {', '.join(removed)} (no longer used)")
+    if not updated and not removed:
         say(f"  config.yaml: {_SECTION} was up to date")
     say(f"  config.yaml: everything else in {config_path} is as it was")
     say(
@@ -242,7 +257,7 @@ def uninstall(*, hermes_home: Path, say: Callable[[str], None]) -> None:
         outbox.close()
         if waiting:
             say(
-                f"  buffer: {waiting} memories in {buffer} were never stored (the database was "
+                f"  buffer: {waiting} memories in {buffer} were never stored (the server was "
                 "unreachable); it stays, so installing again stores them"
             )
         else:
@@ -266,3 +281,52 @@ def uninstall(*, hermes_home: Path, say: Callable[[str], None]) -> None:
         say(f"  config.yaml: removed {_SECTION}")
     say(f"  config.yaml: everything else in {config_path} is as it was")
     say("Done.")
+
+
+def main(argv: list[str]) -> int:
+    """`mnemosyne hermes install|uninstall ...` (no Django, no database)."""
+    parser = argparse.ArgumentParser(
+        prog="mnemosyne hermes",
+        description="Connect a Hermes Agent profile to Mnemosyne (install), or disconnect it "
+        "(uninstall).",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="install|uninstall")
+    for name, text in (
+        ("install", "write the plugin into the profile and point its config.yaml at Mnemosyne"),
+        ("uninstall", "remove the plugin and Mnemosyne's settings from the profile"),
+    ):
+        sub = actions.add_parser(name, help=text, description=text)
+        sub.add_argument(
+            "--hermes-home",
+            type=Path,
+            default=None,
+            help="the profile's HERMES_HOME (default: $HERMES_HOME, else ~/.hermes)",
+        )
+        if name == "install":
+            sub.add_argument(
+                "--url", required=True, help="the Mnemosyne server, e.g. http://127.0.0.1:8000"
+            )
+            sub.add_argument("--api-key", required=True, help="an API key of the tenant")
+            sub.add_argument(
+                "--scope", help="scope the profile writes to and reads, e.g. project:beta"
+            )
+            sub.add_argument("--ca-file", help="the CA of a server with a private TLS certificate")
+    options = parser.parse_args(argv)
+    home = options.hermes_home or default_hermes_home()
+    say = print
+    try:
+        if options.action == "install":
+            install(
+                hermes_home=home,
+                url=options.url,
+                api_key=options.api_key,
+                scope=options.scope,
+                ca_file=options.ca_file,
+                say=say,
+            )
+        else:
+            uninstall(hermes_home=home, say=say)
+    except InstallError as problem:
+        print(f"mnemosyne hermes: {problem}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,22 +1,22 @@
-"""MnemosyneProvider: Hermes Agent's MemoryProvider, backed by Mnemosyne.
+"""MnemosyneProvider: Hermes Agent's MemoryProvider, backed by a Mnemosyne server.
+
+The provider reaches Mnemosyne only through its HTTP API (`/api/v1/agent/`), with the tenant's
+API key: the profile holds the server's URL and the key, no database credential and no model.
+The server embeds, recalls and enforces the tenant. No Django runs in the Hermes process.
 
 What Hermes calls, and what happens:
-- `is_available`: is the profile configured (database URL and API key)? No network.
-- `initialize`: configures Django in this process, checks the database and binds the provider
-  to the API key's tenant. An unknown or revoked key: a clear warning, and the provider stays
-  unavailable for the session. An unreachable database: a warning; turns are kept locally and
-  the provider binds as soon as the database answers.
-- `system_prompt_block`: the tenant's most important facts (level 2), within their share of the
-  token budget, and how to use the tools.
+- `is_available`: is the profile configured (URL and API key)? No network.
+- `initialize`: asks the server who the key is (`whoami`). An unknown or revoked key: a clear
+  warning, and memory stays off for the session. A server that does not answer: a warning;
+  turns are kept locally and sent when it answers.
+- `system_prompt_block`: the tenant's most important facts (level 2), from the server.
 - `prefetch`: the memories relevant to the user's message (level 3); on the first turn of a
-  resumed session, first its last turns (level 1).
+  resumed session, first its last turns (level 1). One request, with a short timeout
+  (`prefetch_timeout`): a slow or absent server costs a turn its memories, never the turn.
 - `sync_turn`, `on_memory_write`, `on_delegation`, `on_session_end`: kept in the durable local
-  buffer (outbox.py) at once, written by a writer thread; never lost, never written twice.
-- `handle_tool_call`: `fact_store` and `fact_feedback` (tools.py).
-
-Database work runs on two long-lived daemon threads with their own connections: a reader
-(prefetch, tools, the system prompt) and the writer (the buffer, and Mnemosyne's background
-tasks when no broker is configured).
+  buffer (outbox.py) at once, sent in order, in batches, by a writer thread; each with its own
+  idempotency key, so nothing is lost and nothing is stored twice.
+- `handle_tool_call`: `fact_store` and `fact_feedback`, answered by the server.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,19 +35,28 @@ from typing import Any
 from agent.memory_provider import MemoryProvider
 
 from hermes_provider import config as provider_config
-from hermes_provider import runtime, tools
+from hermes_provider import schemas
+from hermes_provider.client import AgentClient, KeyRefused, Rejected, Unreachable
 from hermes_provider.outbox import Entry, Outbox
 
 logger = logging.getLogger("hermes_provider")
 
-PREFETCH_TIMEOUT_S = 7.0  # Hermes gives up on a prefetch after 8 s
-TOOL_TIMEOUT_S = 60.0
 SHUTDOWN_FLUSH_S = 10.0
-REVERIFY_S = 60.0  # a revoked key stops working within this long
+PROMPT_TIMEOUT_S = 5.0
 RETRY_MAX_S = 30.0
+BATCH = 50  # buffered writes per request
 MAX_CONTENT_CHARS = 16_384  # what one memory holds (the server counts characters)
-HERMES_MEMORY_TAG = "hermes-memory"
 _CUT = " […]"
+REVOKED = (
+    "the API key in plugins.mnemosyne.api_key is unknown or revoked; create a new one in "
+    "Mnemosyne's admin (API keys) and run `mnemosyne hermes install` again"
+)
+OLD_INSTALL = (
+    "this profile was connected by an earlier Mnemosyne, which reached its database directly "
+    "(plugins.mnemosyne.database_url); this one talks to the server. Connect it again with "
+    "`mnemosyne hermes install --url http://HOST:8000 --api-key KEY`, which also removes the "
+    "database URL from config.yaml"
+)
 
 
 def _fit(text: str) -> str:
@@ -72,9 +80,42 @@ def _text_of(content: Any) -> str:
 
 
 def _key_prefix(token: str) -> str:
-    # mnm_<prefix>_<secret>: the prefix is public and names the key without the database.
+    # mnm_<prefix>_<secret>: the prefix is public and names the key without asking the server.
     parts = token.strip().split("_", 2)
     return parts[1] if len(parts) == 3 else ""
+
+
+def _error(message: str) -> str:
+    return json.dumps({"error": message}, ensure_ascii=False)
+
+
+class _Background:
+    """One daemon thread for work no turn waits for (warming the server's cache). Daemon, so a
+    server that hangs never keeps Hermes from exiting."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[Callable[[], Any] | None] = queue.Queue(maxsize=8)
+        self._thread = threading.Thread(target=self._loop, name="mnemosyne-prefetch", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], Any]) -> None:
+        try:
+            self._jobs.put_nowait(job)
+        except queue.Full:
+            pass  # a cache warm-up more or less changes nothing
+
+    def stop(self) -> None:
+        try:
+            self._jobs.put_nowait(None)
+        except queue.Full:
+            pass
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - best effort
+                logger.debug("mnemosyne: background prefetch failed", exc_info=True)
 
 
 class MnemosyneProvider(MemoryProvider):
@@ -83,8 +124,8 @@ class MnemosyneProvider(MemoryProvider):
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         self._section = config  # None: read the profile's config.yaml
         self._config: provider_config.ProviderConfig | None = None
-        self._binding: tools.Binding | None = None
-        self._verified_at = 0.0
+        self._client: AgentClient | None = None
+        self._whoami: dict[str, Any] | None = None
         self._state = "off"  # off | refused | offline | ready
         self._reason = ""
         self._session_id = ""
@@ -93,10 +134,11 @@ class MnemosyneProvider(MemoryProvider):
         self._user_speaker = "user"
         self._prompt_fact_ids: list[int] = []
         self._prompt_tokens = 0
+        self._prefetch_failing = False
         self._warn: Callable[[str], None] | None = None
         self._last_warning = ""
         self._outbox: Outbox | None = None
-        self._reader: runtime.Worker | None = None
+        self._background: _Background | None = None
         self._writer: threading.Thread | None = None
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -119,16 +161,17 @@ class MnemosyneProvider(MemoryProvider):
     def is_available(self) -> bool:
         from hermes_constants import get_hermes_home
 
-        return self._load_config(get_hermes_home()).complete
+        config = self._load_config(get_hermes_home())
+        # A profile of an earlier install is "available" so that initialize can say what to do.
+        return config.complete or bool(config.api_key and config.legacy_database_url)
 
     def get_config_schema(self) -> list[dict[str, Any]]:
         return [
             {
-                "key": "database_url",
-                "description": "PostgreSQL URL of the Mnemosyne database",
+                "key": "url",
+                "description": "URL of the Mnemosyne server (e.g. http://127.0.0.1:8000)",
                 "required": True,
-                "secret": True,
-                "env_var": provider_config.DATABASE_URL_ENV,
+                "env_var": provider_config.URL_ENV,
             },
             {
                 "key": "api_key",
@@ -142,6 +185,10 @@ class MnemosyneProvider(MemoryProvider):
             {"key": "auto_extract", "description": "Store candidate facts found in the "
              "conversation at the end of a session", "default": "false",
              "choices": ["true", "false"]},
+            {"key": "prefetch_timeout", "description": "Seconds a turn waits for its memories",
+             "default": "2"},
+            {"key": "ca_file", "description": "CA file of a server with a private TLS "
+             "certificate", "default": ""},
             {"key": "budget", "description": "Tokens of memory per turn", "default": "1300"},
             {"key": "min_trust", "description": "Leave out facts trusted less than this",
              "default": "0.3"},
@@ -174,113 +221,83 @@ class MnemosyneProvider(MemoryProvider):
         cfg = self._config = self._load_config(hermes_home)
         for problem in cfg.problems:
             self._warning(f"Mnemosyne: {problem}")
+        if cfg.legacy_database_url:
+            self._off(OLD_INSTALL)
+            return
         if not cfg.complete:
-            missing = "database_url" if not cfg.database_url else "api_key"
+            missing = "url" if not cfg.url else "api_key"
             self._off(f"plugins.{self.name}.{missing} is not set in {hermes_home}/config.yaml")
             return
         try:
-            runtime.ensure_django(
-                database_url=cfg.database_url,
-                model_dir=cfg.model_dir,
-                embedder=cfg.embedder,
-                broker_url=cfg.broker_url,
+            self._client = AgentClient(
+                cfg.url, cfg.api_key, ca_file=cfg.ca_file, timeout=cfg.tool_timeout
             )
-        except runtime.NotReady as problem:
-            self._off(str(problem))
+        except OSError as error:  # an unreadable ca_file
+            self._off(f"plugins.{self.name}.ca_file: {error}")
             return
         self._outbox = Outbox(hermes_home / self.name / "outbox.sqlite3")
-        self._reader = runtime.Worker("mnemosyne-read")
-        try:
-            self._reader.run(self._bind, timeout=TOOL_TIMEOUT_S)
-        except runtime.database_errors() as error:
-            self._offline(error)
-        except FutureTimeout:
-            self._offline(TimeoutError("the database did not answer in time"))
+        self._background = _Background()
+        self._bind(timeout=max(cfg.prefetch_timeout, 5.0))
         self._writer = threading.Thread(
             target=self._write_loop, name="mnemosyne-write", daemon=True
         )
         self._writer.start()
-        if self._state == "ready":
-            # Load the embedder now, so the first turn does not wait for it.
-            self._reader.submit(self._warm_up)
 
     def _off(self, reason: str) -> None:
         self._state, self._reason = "off", reason
         self._warning(f"Mnemosyne memory is off: {reason}")
 
     def _offline(self, error: BaseException) -> None:
-        self._state = "offline"
-        self._reason = f"the Mnemosyne database is unreachable ({_one_line(error)})"
+        with self._lock:
+            if self._state in ("off", "refused"):
+                return
+            self._state = "offline"
+            self._reason = f"Mnemosyne is unreachable ({error})"
         self._warning(
             f"Mnemosyne: {self._reason}; this session's turns are kept in "
             f"{self._outbox.path if self._outbox else 'the local buffer'} and stored when it "
-            "returns"
+            "answers"
         )
 
-    def _bind(self) -> None:
-        """Verify the API key and bind to its tenant (runs on a database thread)."""
-        from django.db import ProgrammingError
-
-        from tenants.actors import Actor
-        from tenants.services import apikey_verify
-
-        assert self._config is not None  # noqa: S101 - initialize sets it first
-        try:
-            key = apikey_verify(token=self._config.api_key)
-        except ProgrammingError:
-            self._refuse("the database has no Mnemosyne tables (run `mnemosyne migrate`)")
-            return
-        if key is None:
-            self._refuse(
-                "the API key in plugins.mnemosyne.api_key is unknown or revoked; create a new "
-                "one in Mnemosyne's admin (API keys) and run `mnemosyne hermes install` again"
-            )
-            return
-        tenant = copy.copy(key.tenant)
-        # The profile's overrides, seen by recall and context assembly; never saved.
-        tenant.settings = {**tenant.settings, **self._config.overrides}
+    def _refuse(self, reason: str = REVOKED) -> None:
         with self._lock:
-            self._binding = tools.Binding(
-                tenant=tenant,
-                actor=Actor.api_key(key),
-                key_prefix=key.prefix,
-                can_read="read" in key.scopes,
-                can_write="write" in key.scopes,
-                scope=self._config.scope,
-                session_id=self._session_id,
-            )
-            self._verified_at = time.monotonic()
-            was_offline = self._state == "offline"
-            self._state, self._reason = "ready", ""
-        if was_offline:
-            self._warning("Mnemosyne: the database is back; memory is on again")
-        logger.info("mnemosyne: bound to tenant %s with key %s", tenant.pk, key.prefix)
-
-    def _refuse(self, reason: str) -> None:
-        with self._lock:
-            self._binding = None
             self._state, self._reason = "refused", reason
         self._warning(f"Mnemosyne memory is off: {reason}")
 
-    def _current(self) -> tools.Binding | None:
-        """The binding, re-verified now and then so that a revoked key stops working."""
-        if self._state == "offline":
-            self._bind()
-        if self._binding is not None and time.monotonic() - self._verified_at > REVERIFY_S:
-            self._bind()
-        return self._binding if self._state == "ready" else None
+    def _answered(self) -> None:
+        """The server answered: memory is on (again)."""
+        with self._lock:
+            was_offline = self._state == "offline"
+            if self._state in ("offline", "ready"):
+                self._state, self._reason = "ready", ""
+        if was_offline:
+            self._warning("Mnemosyne: the server answers again; memory is on again")
 
-    def _warm_up(self) -> None:
-        from django.conf import settings
-
-        from retrieval.embedders import get_embedder
-        from retrieval.tokens import count_tokens
-
+    def _bind(self, timeout: float) -> None:
+        """Ask the server who the API key is."""
+        assert self._client is not None  # noqa: S101 - initialize makes it first
         try:
-            get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
-            count_tokens("warm up")
-        except Exception:  # noqa: BLE001 - recall works without vectors; /healthz says why
-            logger.warning("mnemosyne: the embedder did not load", exc_info=True)
+            who = self._client.call("GET", "whoami", timeout=timeout)
+        except KeyRefused:
+            self._refuse()
+            return
+        except Rejected as refusal:
+            self._refuse(f"the server refused the API key: {refusal.message}")
+            return
+        except Unreachable as error:
+            if self._state == "off":
+                self._state = "ready"  # so that _offline reports the change
+            self._offline(error)
+            return
+        self._whoami = who
+        if self._state == "off":
+            self._state = "ready"
+        self._answered()
+        logger.info(
+            "mnemosyne: bound to tenant %s with key %s",
+            who.get("tenant", {}).get("slug"),
+            who.get("key", {}).get("prefix"),
+        )
 
     def _warning(self, message: str) -> None:
         logger.warning(message)
@@ -293,7 +310,7 @@ class MnemosyneProvider(MemoryProvider):
                 logger.debug("warning callback failed", exc_info=True)
 
     def shutdown(self) -> None:
-        """Write what is buffered (for a bounded time), then stop the threads."""
+        """Send what is buffered (for a bounded time), then stop the threads."""
         if self._writer is not None and self._writer.is_alive():
             self._wake.set()
             flush = self._config.flush_seconds if self._config else SHUTDOWN_FLUSH_S
@@ -302,20 +319,21 @@ class MnemosyneProvider(MemoryProvider):
                 if left:
                     self._warning(
                         f"Mnemosyne: {left} memories are kept in {self._outbox.path}; they "
-                        "are stored the next time this profile starts with the database up"
+                        "are stored the next time this profile starts with the server up"
                     )
             self._stopping.set()
             self._wake.set()
             self._writer.join(5)
-        if self._reader is not None:
-            self._reader.stop()
+        if self._background is not None:
+            self._background.stop()
         if self._outbox is not None:
             self._outbox.close()
-        self._writer = self._reader = self._outbox = None
+        if self._client is not None:
+            self._client.close()
+        self._writer = self._background = self._outbox = self._client = None
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until everything buffered so far is written (and, without a broker, the
-        background tasks it caused have run). True when it is."""
+        """Wait until everything buffered so far is sent. True when it is."""
         if self._writer is None:
             return self._drained()
         deadline = time.monotonic() + timeout
@@ -349,136 +367,125 @@ class MnemosyneProvider(MemoryProvider):
             self._session_id = new_session_id or self._session_id
             # A resumed session (not a new one) gets its last turns back on its first turn.
             self._restore_session = "" if reset else self._session_id
-            if self._binding is not None:
-                self._binding = replace(self._binding, session_id=self._session_id)
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def _profile(self, session_id: str = "") -> dict[str, Any]:
+        """What every request says about the profile: its scope, session and overrides."""
+        assert self._config is not None  # noqa: S101
+        body: dict[str, Any] = {"scope": self._config.scope, "session_id": session_id}
+        if self._config.overrides:
+            body["settings"] = dict(self._config.overrides)
+        return body
+
+    def _request(self, path: str, body: dict[str, Any], timeout: float) -> Any:
+        """One request; the provider's state follows what happened."""
+        if self._client is None:
+            raise Unreachable("the provider is not connected")
+        try:
+            answer = self._client.call("POST", path, body, timeout=timeout)
+        except KeyRefused:
+            self._refuse()
+            raise
+        self._answered()
+        return answer
 
     # -- levels 2 and 3 -----------------------------------------------------------------------
 
-    def _budget(self) -> int:
-        binding = self._binding
-        return int(binding.tenant.setting("token_budget")) if binding else 1300
-
     def system_prompt_block(self) -> str:
         header = "# Mnemosyne memory\n"
-        if self._state in ("off", "refused"):
+        if self._state in ("off", "refused") or self._config is None:
             return ""
-        if self._state == "offline" or self._reader is None:
+        try:
+            # Once per session, before the first turn: it may wait a little longer than a turn.
+            timeout = max(self._config.prefetch_timeout, PROMPT_TIMEOUT_S)
+            answer = self._request("prompt", self._profile(self._session_id), timeout)
+        except Unreachable as error:
+            self._offline(error)
             return header + (
                 "Temporarily unreachable: conversation turns are kept and stored when it "
                 "returns; fact_store answers with an error until then."
             )
-        try:
-            return self._reader.run(self._system_prompt, timeout=PREFETCH_TIMEOUT_S)
-        except (FutureTimeout, *runtime.database_errors()) as error:
-            logger.warning("mnemosyne: system prompt without memories: %s", _one_line(error))
-            return header + "Active; its important facts could not be read just now."
-
-    def _system_prompt(self) -> str:
-        from facts.selectors import fact_count
-        from retrieval.context import IMPORTANT_SHARE, context_cached
-
-        binding = self._current()
-        if binding is None:
+        except (KeyRefused, Rejected) as error:
+            logger.warning("mnemosyne: system prompt without memories: %s", error)
             return ""
-        lines = [
-            "# Mnemosyne memory",
-            f"Long-term memory of team {binding.tenant.name}"
-            + (f" (scope {binding.scope})" if binding.scope else "")
-            + f": {fact_count(tenant=binding.tenant)} memories, shared by its profiles. "
-            "Relevant ones appear with each message. Use fact_store to search, probe entities, "
-            "reason across them or add facts the team would expect you to remember; "
-            "fact_feedback to rate a fact after using it.",
-        ]
-        if binding.can_read:
-            share = max(50, int(self._budget() * IMPORTANT_SHARE))
-            block = context_cached(
-                tenant=binding.tenant, scope=binding.scope, important=True, budget=share
-            )
-            self._prompt_fact_ids = block.fact_ids
-            self._prompt_tokens = block.tokens
-            if block.text:
-                lines.append(block.text)
-        return "\n".join(lines)
+        self._prompt_fact_ids = list(answer.get("fact_ids") or [])
+        self._prompt_tokens = int(answer.get("tokens") or 0)
+        return str(answer.get("text") or "")
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
-        if self._state not in ("ready", "offline") or self._reader is None:
+        if self._state not in ("ready", "offline") or self._config is None:
             return ""
         if not isinstance(query, str) or not query.strip():
             return ""
         restore = self._restore_session
         try:
-            text = self._reader.run(lambda: self._recall(query, restore), PREFETCH_TIMEOUT_S)
-        except (FutureTimeout, *runtime.database_errors()) as error:
-            logger.warning("mnemosyne: no recall for this turn: %s", _one_line(error))
+            text = self._recall(query, restore, self._config.prefetch_timeout)
+        except (Unreachable, Rejected) as error:
+            if not self._prefetch_failing:
+                # Said once; quiet until the server answers again.
+                self._prefetch_failing = True
+                logger.warning(
+                    "mnemosyne: turns go on without recall until the server answers: %s", error
+                )
             return ""
-        if restore and text is not None:
+        except KeyRefused:
+            return ""
+        if self._prefetch_failing:
+            self._prefetch_failing = False
+            logger.warning("mnemosyne: recall is back")
+        if restore:
             with self._lock:
                 if self._restore_session == restore:
                     self._restore_session = ""
-        return text or ""
+        return text
 
-    def _recall(self, query: str, restore: str) -> str | None:
-        from retrieval.context import context_cached
-
-        binding = self._current()
-        if binding is None or not binding.can_read:
-            return None
-        budget = max(50, self._budget() - self._prompt_tokens)
-        block = context_cached(
-            tenant=binding.tenant,
-            query=query,
-            scope=binding.scope,
-            session_id=restore or None,
-            hot_restore=bool(restore),
-            important=False,  # level 2 is in the system prompt already
-            budget=budget,
-            exclude=self._prompt_fact_ids,
-        )
-        return block.text
+    def _recall(self, query: str, restore: str, timeout: float) -> str:
+        body = self._profile(restore or self._session_id) | {
+            "query": query[:4000],
+            "hot_restore": bool(restore),
+            "exclude": self._prompt_fact_ids[:500],
+            "prompt_tokens": self._prompt_tokens,
+        }
+        return str(self._request("prefetch", body, timeout).get("text") or "")
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
         # Hermes calls this after a turn with that turn's message: recall it in the background
         # so that asking again (a retry, a follow-up with the same words) is a cache hit.
-        if self._state == "ready" and self._reader is not None and query and query.strip():
-            self._reader.submit(lambda: self._recall(query, ""))
+        if self._state == "ready" and self._background is not None and query and query.strip():
+            timeout = self._config.tool_timeout if self._config else 15.0
+            self._background.submit(lambda: self._recall(query, "", timeout))
 
     # -- tools --------------------------------------------------------------------------------
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return [copy.deepcopy(schema) for schema in tools.TOOL_SCHEMAS]
+        return [copy.deepcopy(schema) for schema in schemas.TOOL_SCHEMAS]
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        if self._state in ("off", "refused") or self._reader is None:
-            return tools.error(f"Mnemosyne memory is off: {self._reason}")
+        if self._state in ("off", "refused") or self._config is None:
+            return _error(f"Mnemosyne memory is off: {self._reason}")
+        if tool_name not in schemas.TOOL_NAMES:
+            return _error(
+                f"unknown tool {tool_name!r}; this provider has "
+                f"{', '.join(sorted(schemas.TOOL_NAMES))}"
+            )
+        if not isinstance(args, dict):
+            return _error("arguments must be a JSON object")
+        body = self._profile(self._session_id) | {"arguments": args}
         try:
-            return self._reader.run(lambda: self._tool(tool_name, args), TOOL_TIMEOUT_S)
-        except FutureTimeout:
-            return tools.error("Mnemosyne did not answer in time; try again")
-        except runtime.database_errors() as error:
+            answer = self._request(f"tools/{tool_name}", body, self._config.tool_timeout)
+        except Rejected as refusal:
+            return _error(refusal.message)
+        except KeyRefused:
+            return _error(f"Mnemosyne memory is off: {self._reason}")
+        except Unreachable as error:
             return self._offline_tool_answer(tool_name, args, error)
-        except Exception as error:  # noqa: BLE001 - a tool call must answer, never raise
-            logger.exception("mnemosyne: %s failed", tool_name)
-            return tools.error(f"{tool_name} failed: {type(error).__name__}: {_one_line(error)}")
+        return json.dumps(answer, ensure_ascii=False)
 
-    def _tool(self, tool_name: str, args: dict[str, Any]) -> str:
-        binding = self._current()
-        if binding is None:
-            if self._state == "offline":
-                from django.db import OperationalError
-
-                raise OperationalError(self._reason)
-            return tools.error(f"Mnemosyne memory is off: {self._reason}")
-        answer = tools.call(binding, tool_name, args)
-        if tool_name == "fact_store" and isinstance(args, dict) and args.get("action") == "add":
-            self._wake.set()  # its vector is made by the writer's background tasks
-        return answer
-
-    def _offline_tool_answer(self, tool_name: str, args: Any, error: BaseException) -> str:
-        if self._state == "ready":
-            self._offline(error)
+    def _offline_tool_answer(self, tool_name: str, args: dict[str, Any], error: Unreachable) -> str:
+        self._offline(error)
         if (
             tool_name == "fact_store"
-            and isinstance(args, dict)
             and args.get("action") == "add"
             and isinstance(args.get("content"), str)
             and args["content"].strip()
@@ -494,13 +501,10 @@ class MnemosyneProvider(MemoryProvider):
             return json.dumps({
                 "fact_id": None,
                 "status": "queued",
-                "note": "the memory database is unreachable; the fact is kept and stored when "
-                "it returns",
+                "note": "the memory server is unreachable; the fact is kept and stored when "
+                "it answers",
             })  # fmt: skip
-        return tools.error(
-            f"the Mnemosyne database is unreachable right now ({_one_line(error)}); "
-            "try again shortly"
-        )
+        return _error(f"Mnemosyne is unreachable right now ({error}); try again shortly")
 
     # -- writes through the buffer ------------------------------------------------------------
 
@@ -572,20 +576,13 @@ class MnemosyneProvider(MemoryProvider):
             self._keep("memory", payload)
 
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
-        from facts.candidates import candidate_facts
-
         if not self._writes_allowed() or not self._config or not self._config.auto_extract:
             return
         said = [_text_of(m.get("content")) for m in messages or [] if m.get("role") == "user"]
-        for candidate in candidate_facts(said):
-            self._keep("fact", {
-                "content": _fit(candidate.content),
-                "category": candidate.category,
-                "tags": ["auto-extracted"],
-                "scope": self._default_scope(),
-                "metadata": {"source": "auto-extract", "rule": candidate.rule,
-                             "session_id": self._session_id},
-            })  # fmt: skip
+        said = [_fit(text) for text in said if text.strip()]
+        if said:
+            # The server finds the candidate facts (facts.candidates) and stores them.
+            self._keep("session_end", {"said": said, "session_id": self._session_id})
 
     def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:
         """What the compression summary should keep: statements of preference, habit and
@@ -616,8 +613,6 @@ class MnemosyneProvider(MemoryProvider):
     # -- the writer ---------------------------------------------------------------------------
 
     def _write_loop(self) -> None:
-        from django.db import connection
-
         pause = 0.0
         while not self._stopping.is_set():
             self._wake.wait(timeout=pause or 5.0)
@@ -627,126 +622,62 @@ class MnemosyneProvider(MemoryProvider):
             with self._drains:
                 asked = self._drain_asked
             try:
-                runtime.fresh_connection()
-                self._drain()
+                if self._state == "offline":
+                    self._bind(timeout=self._config.tool_timeout if self._config else 15.0)
+                if self._state == "ready":
+                    self._drain()
+                if self._state == "offline":
+                    pause = min(RETRY_MAX_S, max(1.0, pause * 2))
+                    continue
                 pause = 0.0
                 with self._drains:
                     self._drain_done = max(self._drain_done, asked)
                     self._drains.notify_all()
-            except runtime.database_errors() as error:
-                if self._state == "ready":
-                    self._offline(error)
+            except Unreachable as error:
+                self._offline(error)
                 pause = min(RETRY_MAX_S, max(1.0, pause * 2))
-                connection.close()
+            except KeyRefused:
+                pause = RETRY_MAX_S
             except Exception:  # noqa: BLE001 - the writer must outlive any one bad entry
                 logger.exception("mnemosyne: the writer failed; retrying")
                 pause = min(RETRY_MAX_S, max(1.0, pause * 2))
-        connection.close()
 
     def _drain(self) -> None:
-        assert self._outbox is not None  # noqa: S101 - the writer runs only with a buffer
-        binding = self._current()
-        if binding is None:
-            return
-        prefix = binding.key_prefix
-        while entries := self._outbox.pending(key_prefix=prefix):
-            for entry in entries:
-                if self._stopping.is_set():
-                    return
-                self._write(binding, entry)
-            binding = self._current() or binding
-        if runtime.local_tasks():
-            while runtime.run_local_tasks():
-                pass
+        """Send the buffer in order, a batch at a time; an entry leaves it only once the server
+        has stored it (or refused it for good)."""
+        assert self._outbox is not None and self._config is not None  # noqa: S101
+        prefix = self._prefix()
+        while entries := self._outbox.pending(key_prefix=prefix, limit=BATCH):
+            if self._stopping.is_set():
+                return
+            self._send(entries)
 
-    def _write(self, binding: tools.Binding, entry: Entry) -> None:
-        from tenants.errors import InvalidInput
-
-        assert self._outbox is not None  # noqa: S101
-        if not binding.can_write:
-            self._outbox.reject(entry.id, "the API key is read-only")
-            return
+    def _send(self, entries: list[Entry]) -> None:
+        assert self._outbox is not None and self._config is not None  # noqa: S101
+        body = self._profile(self._session_id) | {
+            "writes": [{"key": e.key, "op": e.op, "payload": e.payload} for e in entries]
+        }
         try:
-            {"turn": self._write_turn, "fact": self._write_fact, "memory": self._write_memory}[
-                entry.op
-            ](binding, entry)
-        except InvalidInput as problem:
-            logger.warning("mnemosyne: buffered %s refused: %s", entry.op, problem)
-            self._outbox.reject(entry.id, str(problem))
+            answer = self._request("writes", body, self._config.tool_timeout)
+        except Rejected as refusal:
+            # The whole batch is refused (a read-only key, a scope outside the key's): it never
+            # will be stored; kept for inspection, out of the way of what comes after.
+            for entry in entries:
+                self._outbox.reject(entry.id, refusal.message)
+            logger.warning("mnemosyne: %d buffered writes refused: %s", len(entries), refusal)
             return
-        except runtime.database_errors() as error:
-            self._outbox.failed(entry.id, _one_line(error))
+        except Unreachable as error:
+            for entry in entries[:1]:
+                self._outbox.failed(entry.id, str(error))
             raise
-        self._outbox.done(entry.id)
-
-    def _write_turn(self, binding: tools.Binding, entry: Entry) -> None:
-        from facts.services import fact_add
-
-        payload = entry.payload
-        at = datetime.fromisoformat(payload["at"])
-        for index, (speaker, text) in enumerate(payload["said"]):
-            if not text:
-                continue
-            fact_add(
-                tenant=binding.tenant,
-                actor=binding.actor,
-                content=text,
-                kind="turn",
-                session_id=payload["session_id"] or "hermes",
-                speaker=speaker,
-                scope=payload.get("scope"),
-                metadata=payload.get("metadata"),
-                created_at=at,
-                idempotency_key=f"{entry.key}:{index}",
-            )
-
-    def _write_fact(self, binding: tools.Binding, entry: Entry) -> None:
-        from facts.services import fact_add
-
-        payload = entry.payload
-        fact_add(
-            tenant=binding.tenant,
-            actor=binding.actor,
-            content=payload["content"],
-            category=payload.get("category"),
-            tags=payload.get("tags"),
-            scope=payload.get("scope"),
-            metadata=payload.get("metadata"),
-            idempotency_key=entry.key,
-        )
-
-    def _write_memory(self, binding: tools.Binding, entry: Entry) -> None:
-        """Mirror a write of Hermes' built-in memory tool: add, replace or remove an entry."""
-        from facts.services import fact_add, fact_remove
-        from retrieval.search import recall_search
-
-        payload = entry.payload
-        if payload["action"] in ("replace", "remove") and payload["old_text"]:
-            # Hermes names the old entry by a piece of its text: find the mirrored facts that
-            # contain it.
-            hits = recall_search(
-                tenant=binding.tenant, query=payload["old_text"], k=20, kind="fact", min_trust=0
-            ).hits
-            for hit in hits:
-                fact = hit.fact
-                if HERMES_MEMORY_TAG in fact.tags and payload["old_text"] in fact.content:
-                    fact_remove(tenant=binding.tenant, fact_id=fact.pk, actor=binding.actor)
-        if payload["action"] in ("add", "replace") and payload["content"]:
-            fact_add(
-                tenant=binding.tenant,
-                actor=binding.actor,
-                content=payload["content"],
-                category="user_pref" if payload["target"] == "user" else "general",
-                tags=[HERMES_MEMORY_TAG, str(payload["target"] or "memory")],
-                scope=payload.get("scope"),
-                metadata={"source": "hermes-memory", "target": payload["target"]},
-                idempotency_key=entry.key,
-            )
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
+        by_key = {row.get("key"): row for row in answer.get("results") or []}
+        for entry in entries:
+            row = by_key.get(entry.key) or {}
+            if row.get("status") == "stored":
+                self._outbox.done(entry.id)
+            elif row.get("status") == "rejected":
+                logger.warning("mnemosyne: buffered %s refused: %s", entry.op, row.get("error"))
+                self._outbox.reject(entry.id, str(row.get("error") or "refused"))
 
 
 def register(ctx: Any) -> None:

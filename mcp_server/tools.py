@@ -29,6 +29,7 @@ from retrieval.search import recall_search
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import ApiKey, Tenant
+from tenants.scope import scope_within
 
 logger = logging.getLogger(__name__)
 
@@ -81,17 +82,12 @@ class Outcome:
 # -- scopes ------------------------------------------------------------------------------------
 
 
-def within(scope: str, prefix: str) -> bool:
-    """Scopes are paths: 'a:b' covers 'a:b' and 'a:b/...', never 'a:b2'."""
-    return not prefix or scope == prefix or scope.startswith(prefix + "/")
-
-
 def _scope(binding: Binding, given: str | None) -> str:
     """The scope a call reads or writes: the one given (inside the key's), else the key's."""
     scope = clean_scope(given) if given else ""
     if not scope:
         return binding.scope
-    if not within(scope, binding.scope):
+    if not scope_within(scope, binding.scope):
         raise InvalidInput("scope", f"is outside this API key's scope {binding.scope!r}")
     return scope
 
@@ -99,7 +95,7 @@ def _scope(binding: Binding, given: str | None) -> str:
 def _visible(binding: Binding, fact_id: int) -> Fact:
     """The fact, if this key may see it; otherwise NotFound, as for a missing one."""
     fact = fact_get(tenant=binding.tenant, fact_id=fact_id)
-    if not within(fact.scope, binding.scope):
+    if not scope_within(fact.scope, binding.scope):
         raise NotFound("fact", fact_id)
     return fact
 
@@ -234,7 +230,7 @@ def _update(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     changes = dict(given.changes)
     if "scope" in changes:
         moved = clean_scope(changes["scope"])
-        if not within(moved, binding.scope):
+        if not scope_within(moved, binding.scope):
             raise InvalidInput("scope", f"is outside this API key's scope {binding.scope!r}")
         changes["scope"] = moved
     fact = fact_update(tenant=binding.tenant, fact_id=given.fact_id, actor=binding.actor, **changes)

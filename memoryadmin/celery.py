@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from kombu.transport import TRANSPORT_ALIASES
+
+# kombu's filesystem transport left taken messages in /tmp; ours keeps them in the broker folder.
+TRANSPORT_ALIASES["filesystem"] = "memoryadmin.broker:Transport"
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 

@@ -28,7 +28,11 @@ from types import ModuleType
 import psycopg
 
 DATABASE = "mnemosyne"
-APP_ROLE = "mnemosyne"
+# The owner runs migrations and owns the tables; the runtime role (web, workers, beat) owns
+# nothing (memoryadmin.roles). The owner keeps the name the single role of earlier releases had,
+# so an existing data directory upgrades in place.
+OWNER_ROLE = "mnemosyne"
+RUNTIME_ROLE = "mnemosyne_app"
 SUPERUSER = "postgres"
 PORT = 5432
 SYSTEM_USER = "embedded_postgres"
@@ -114,19 +118,19 @@ class EmbeddedPostgres:
         digest = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
         return Path("/tmp") / f"mnemosyne-pg-{digest}"  # noqa: S108 - fixed, private (0700) dir
 
-    def database_settings(self, *, name: str = DATABASE) -> dict[str, object]:
-        """A Django DATABASES entry for the application role on this server."""
+    def database_settings(self, *, name: str = DATABASE, owner: bool = False) -> dict[str, object]:
+        """A Django DATABASES entry for the runtime role (or the owner) on this server."""
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": name,
-            "USER": APP_ROLE,
+            "USER": OWNER_ROLE if owner else RUNTIME_ROLE,
             "PASSWORD": "",
             "HOST": str(self.socket_dir),
             "PORT": str(PORT),
             "OPTIONS": {},
         }
 
-    def url(self, *, database: str = DATABASE, user: str = APP_ROLE) -> str:
+    def url(self, *, database: str = DATABASE, user: str = RUNTIME_ROLE) -> str:
         return f"postgresql://{user}@/{database}?host={self.socket_dir}&port={PORT}"
 
     # -- state -------------------------------------------------------------------------------
@@ -291,20 +295,25 @@ class EmbeddedPostgres:
                 time.sleep(0.1)
 
     def _bootstrap(self) -> None:
-        """Create the application role and database; pgvector and the leakproof full-text match
+        """Create the two roles and the database; pgvector and the leakproof full-text match
         where databases are born (template1) and in ours.
 
-        The application connects as a role that is not a superuser, so PostgreSQL's row-level
-        security applies to it. `vector` is created in template1 too, so test databases (made
-        by the application role, which cannot create extensions) have it.
+        Neither role is a superuser or BYPASSRLS, so row-level security applies to both; the
+        runtime role cannot create databases or roles either. `vector` is created in template1
+        too, so test databases (made by the owner, which cannot create extensions) have it.
         """
         with self._connect("postgres") as conn:
-            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [APP_ROLE]).fetchone():
-                conn.execute(f'CREATE ROLE "{APP_ROLE}" LOGIN CREATEDB')
+            roles = {
+                OWNER_ROLE: "LOGIN CREATEDB NOSUPERUSER NOBYPASSRLS",
+                RUNTIME_ROLE: "LOGIN NOCREATEDB NOCREATEROLE NOSUPERUSER NOBYPASSRLS",
+            }
+            for role, attributes in roles.items():
+                if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
+                    conn.execute(f'CREATE ROLE "{role}" {attributes}')
             if not conn.execute(
                 "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]
             ).fetchone():
-                conn.execute(f'CREATE DATABASE "{DATABASE}" OWNER "{APP_ROLE}"')
+                conn.execute(f'CREATE DATABASE "{DATABASE}" OWNER "{OWNER_ROLE}"')
         with self._connect("template1") as template:
             template.execute("CREATE EXTENSION IF NOT EXISTS vector")
             template.execute(LEAKPROOF_FULL_TEXT_MATCH)

@@ -6,6 +6,8 @@ import os
 import secrets
 from pathlib import Path
 
+from kombu import Queue
+
 from memoryadmin.embedded_db import server_for_home
 from memoryadmin.env import (
     ConfigError,
@@ -115,14 +117,33 @@ TEMPLATES = [
 # -- database ---------------------------------------------------------------------------------
 # DATABASE_URL names a PostgreSQL server (with pgvector). Without it, the embedded PostgreSQL
 # under MNEMOSYNE_HOME is used; `mnemosyne up` and manage.py commands start it when needed.
+# Two roles (README: Database roles): DATABASE_URL is the runtime role web processes, workers and
+# beat use, which owns nothing; DATABASE_OWNER_URL the owner that `mnemosyne migrate` uses.
+# Without DATABASE_OWNER_URL the runtime role is taken as the owner too (the previous release's
+# single role): migrations run, and /healthz and `mnemosyne check` say what is wrong.
 DATABASE_URL = env_str("DATABASE_URL")
+DATABASE_OWNER_URL = env_str("DATABASE_OWNER_URL")
 MNEMOSYNE_EMBEDDED_DB = not DATABASE_URL
 if DATABASE_URL:
     _database = parse_database_url(DATABASE_URL)
+    _owner = (
+        parse_database_url(DATABASE_OWNER_URL, name="DATABASE_OWNER_URL")
+        if DATABASE_OWNER_URL
+        else dict(_database)
+    )
+    if _owner["NAME"] != _database["NAME"]:
+        raise ConfigError("DATABASE_OWNER_URL must name the same database as DATABASE_URL")
 else:
+    if DATABASE_OWNER_URL:
+        raise ConfigError("DATABASE_OWNER_URL needs DATABASE_URL (the embedded database has both)")
     _database = server_for_home(MNEMOSYNE_HOME).database_settings()
+    _owner = server_for_home(MNEMOSYNE_HOME).database_settings(owner=True)
+MNEMOSYNE_DATABASE_RUNTIME = dict(_database)
+MNEMOSYNE_DATABASE_OWNER = _owner
 _database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60, minimum=0)
 _database["CONN_HEALTH_CHECKS"] = True
+# A database that does not answer is reported (503) within seconds, not after a client's timeout.
+_database.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -255,16 +276,20 @@ if not CELERY_BROKER_URL:
     # kombu's filesystem transport: no server, one host. Every process must use the same
     # absolute folders, control folder included (its default is a relative path).
     CELERY_BROKER_URL = "filesystem://localhost//"  # the host part is unused
+    # "filesystem" names our variant of kombu's transport (memoryadmin/broker.py, registered
+    # in memoryadmin/celery.py): it takes messages by a rename into `processed`.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(MNEMOSYNE_BROKER_DIR / "queue"),
         "data_folder_out": str(MNEMOSYNE_BROKER_DIR / "queue"),
         "control_folder": str(MNEMOSYNE_BROKER_DIR / "control"),
         "processed_folder": str(MNEMOSYNE_BROKER_DIR / "processed"),
         "store_processed": False,
+        # How long an idle worker waits before looking at the folder again (kombu: 1 s).
+        "polling_interval": 0.2,
     }
-    # kombu creates none of these itself.
+    # kombu creates none of these itself; messages are readable by this user alone.
     for _folder in ("queue", "control", "processed"):
-        (MNEMOSYNE_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
+        (MNEMOSYNE_BROKER_DIR / _folder).mkdir(mode=0o700, parents=True, exist_ok=True)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -275,11 +300,15 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "memoryadmin.beat:HeartbeatScheduler"
 MNEMOSYNE_HEARTBEAT_SECONDS = env_int("MNEMOSYNE_HEARTBEAT_SECONDS", 15, minimum=1)
+# Heartbeats have a queue of their own, which a worker serves in turn with the main one: a
+# heartbeat never waits behind a backlog of work (/healthz would call a busy worker dead).
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = (Queue("celery"), Queue("heartbeat"))
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {
         "task": "memoryadmin.tasks.heartbeat",
         "schedule": float(MNEMOSYNE_HEARTBEAT_SECONDS),
-        "options": {"expires": MNEMOSYNE_HEARTBEAT_SECONDS * 2},
+        "options": {"expires": MNEMOSYNE_HEARTBEAT_SECONDS * 2, "queue": "heartbeat"},
     },
     # Safety net for lost nudges: facts still without a vector get one.
     "embed-sweep": {

@@ -3,6 +3,10 @@
 Children run in their own process groups, so a terminal's Ctrl-C reaches only us and we stop
 them in order: web, beat, worker (a warm shutdown finishes running tasks), then the database.
 Each child also gets SIGTERM if we die without cleaning up (PR_SET_PDEATHSIG).
+
+While running, `up` supervises: a child that dies is started again after a pause that doubles
+with each quick death (1 s up to 30 s), and an embedded database that stops is started again.
+Each restart is said on our output and recorded in `run/up.json`, where `status` shows it.
 """
 
 from __future__ import annotations
@@ -27,12 +31,18 @@ from django.core.management import call_command
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
-from memoryadmin.embedded_db import server_for_home
+from memoryadmin.embedded_db import EmbeddedDatabaseError, server_for_home
+from memoryadmin.roles import as_owner
 from memoryadmin.runstate import RunLock
 from memoryadmin.services import admin_ensure_first
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT_S = 30.0
+# A child that dies is started again after RESTART_MIN_S, doubling with each death that came
+# within RESTART_STABLE_S of its start, up to RESTART_MAX_S.
+RESTART_MIN_S = 1.0
+RESTART_MAX_S = 30.0
+RESTART_STABLE_S = 60.0
 
 
 class SupervisorError(RuntimeError):
@@ -54,10 +64,17 @@ class Child:
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = field(default=None, repr=False)
+    started_at: float = 0.0
+    restarts: int = 0
+    last_exit: int | None = None
+    restart_at: float | None = None  # when a dead child is due to start again
+    backoff: float = RESTART_MIN_S
 
     def start(self, env: dict[str, str]) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        if self.log is None:
+            self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.started_at = time.monotonic()
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and modules
             self.argv,
             stdin=subprocess.DEVNULL,
@@ -92,14 +109,40 @@ class Child:
             return False
 
     def stop(self, timeout: float) -> None:
-        self.signal(signal.SIGTERM)
+        # The stop signal goes to the main process alone: it stops its own pool (Celery's warm
+        # shutdown lets running tasks finish; signalled directly, they would die mid-task).
+        if self.process and self.process.poll() is None:
+            try:
+                os.kill(self.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         if not self.wait(timeout):
             self.signal(signal.SIGKILL)
             self.wait(5)
         # Whatever the child left in its group (pool processes) goes too.
-        self.signal(signal.SIGKILL)
+        self.kill_group()
         if self.log:
             self.log.close()
+            self.log = None
+
+    def note_exit(self, code: int, now: float) -> float:
+        """Record a death; returns the pause before the restart."""
+        self.last_exit = code
+        if now - self.started_at >= RESTART_STABLE_S:
+            self.backoff = RESTART_MIN_S  # it ran well for a while: this is a fresh failure
+        delay = self.backoff
+        self.backoff = min(self.backoff * 2, RESTART_MAX_S)
+        self.restart_at = now + delay
+        # Pool processes of a dead worker main process must not keep running tasks.
+        self.kill_group()
+        return delay
+
+    def kill_group(self) -> None:
+        if self.process:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -223,8 +266,14 @@ class Supervisor:
         self.children: list[Child] = []
         self.database = server_for_home(self.home) if settings.MNEMOSYNE_EMBEDDED_DB else None
         self.started_database = False
+        self.owns_database = False
         self._stopping = False
         self._received: int | None = None
+        self._env: dict[str, str] = {}
+        self._started_at = time.time()
+        self._database_restarts = 0
+        self._database_retry_at = 0.0
+        self._database_backoff = RESTART_MIN_S
 
     @property
     def url(self) -> str:
@@ -275,22 +324,32 @@ class Supervisor:
         self._ensure_admin()
         self._prepare_embedder()
         connections.close_all()  # children open their own; we must not hold one across a DB stop
-        env = _child_env()
+        self._env = _child_env()
         self.children = _children(self.options, self.home / "logs")
         for child in self.children:
             self._check_interrupted()
-            child.start(env)
+            child.start(self._env)
             self.say(f"  {child.name:<8} started (pid {child.pid}), log: {child.log_path}")
+        self._write_info()
+        self._wait_until_healthy()
+
+    def _write_info(self) -> None:
         self.lock.write_info(
             {
                 "pid": os.getpid(),
                 "url": self.url,
                 "home": str(self.home),
-                "started_at": time.time(),
+                "started_at": self._started_at,
                 "children": {c.name: c.pid for c in self.children},
+                "restarts": {
+                    c.name: {"count": c.restarts, "last_exit": c.last_exit}
+                    for c in self.children
+                    if c.restarts or c.restart_at is not None
+                },
+                "down": [c.name for c in self.children if c.restart_at is not None],
+                "database_restarts": self._database_restarts,
             }
         )
-        self._wait_until_healthy()
 
     def _start_database(self) -> None:
         if self.database is None:
@@ -299,7 +358,10 @@ class Supervisor:
             return
         t0 = time.monotonic()
         self.started_database = self.database.start()
-        verb = "started" if self.started_database else "already running"
+        self.owns_database = True
+        # One already running (left by a killed `up`, or started by hand) is taken over: `up`
+        # restarts it if it stops and stops it when `up` stops.
+        verb = "started" if self.started_database else "already running, taken over"
         self.say(
             f"  database: embedded PostgreSQL {verb} ({time.monotonic() - t0:.1f} s), "
             f"socket {self.database.socket_dir}"
@@ -310,7 +372,8 @@ class Supervisor:
         plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
         if plan:
             self.say(f"  migrations: applying {len(plan)} ...")
-            call_command("migrate", interactive=False, verbosity=0)
+            with as_owner():
+                call_command("migrate", interactive=False, verbosity=0)
         self.say("  migrations: up to date")
 
     def _ensure_admin(self) -> None:
@@ -371,18 +434,66 @@ class Supervisor:
         )
 
     def _check_children(self) -> None:
+        """Restart children that died, each after its pause; say and record every change."""
+        if self._stopping:
+            return
+        now = time.monotonic()
+        changed = False
         for child in self.children:
+            if child.restart_at is not None:
+                if now >= child.restart_at:
+                    child.restart_at = None
+                    child.restarts += 1
+                    child.start(self._env)
+                    self._say_logged(
+                        f"  {child.name:<8} restarted (pid {child.pid}, restart {child.restarts})"
+                    )
+                    changed = True
+                continue
             code = child.exited()
-            if code is not None and not self._stopping:
-                raise SupervisorError(
-                    f"the {child.name} process exited unexpectedly (code {code}). "
-                    f"Last lines of {child.log_path}:\n{child.log_tail()}"
-                )
+            if code is None:
+                continue
+            delay = child.note_exit(code, now)
+            self._say_logged(
+                f"  {child.name:<8} exited unexpectedly (code {code}); restarting in {delay:.0f} s."
+                f" Last lines of {child.log_path}:\n{child.log_tail(5)}"
+            )
+            changed = True
+        if changed:
+            self._write_info()
+
+    def _check_database(self) -> None:
+        """An embedded database that stopped is started again (with the same backoff)."""
+        if self.database is None or not self.owns_database or self._stopping:
+            return
+        now = time.monotonic()
+        if now < self._database_retry_at or self.database.status().running:
+            return
+        self._say_logged("  database stopped unexpectedly; starting it again")
+        try:
+            self.database.start()
+        except EmbeddedDatabaseError as error:
+            self._database_retry_at = now + self._database_backoff
+            self._database_backoff = min(self._database_backoff * 2, RESTART_MAX_S)
+            self._say_logged(
+                f"  database did not start ({error}); next try in "
+                f"{self._database_retry_at - now:.0f} s"
+            )
+            return
+        self._database_backoff = RESTART_MIN_S
+        self._database_restarts += 1
+        self._say_logged(f"  database restarted (restart {self._database_restarts})")
+        self._write_info()
+
+    def _say_logged(self, line: str) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        self.say(f"{stamp}{line}")
 
     def _watch(self) -> int:
         while True:
             if self._received is not None:
                 return 0
+            self._check_database()
             self._check_children()
             time.sleep(0.5)
 
@@ -397,7 +508,7 @@ class Supervisor:
                     child.stop(STOP_TIMEOUT_S)
                     self.say(f"  {child.name:<8} stopped")
         connections.close_all()
-        if self.database is not None and self.started_database:
+        if self.database is not None and self.owns_database:
             self.database.stop()
             self.say("  database stopped")
         if self.children:

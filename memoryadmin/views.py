@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -38,6 +39,15 @@ from tenants.selectors import tenants_for_user
 from tenants.services import tenant_create
 
 
+def _sees_health_details(request: HttpRequest) -> bool:
+    if is_local(request):
+        return True
+    try:
+        return request.user.is_authenticated and request.user.is_staff
+    except DatabaseError:
+        return False  # the session cannot be read while the database is down
+
+
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -45,7 +55,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     versions, host names) only for signed-in staff and for requests from this machine."""
     report = health_report()
     status = 200 if not report["failing"] else 503
-    if not (is_local(request) or (request.user.is_authenticated and request.user.is_staff)):
+    if not _sees_health_details(request):
         report = {"status": report["status"], "failing": report["failing"]}
     return JsonResponse(report, status=status)
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from facts.models import Fact, Kind, Status
@@ -25,7 +24,7 @@ from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
 from tenants.errors import InvalidInput
 from tenants.models import Tenant
-from tenants.scope import current_scope_limit, tenant_scope
+from tenants.scope import current_scope_limit, scope_path, scope_q, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -117,11 +116,10 @@ def context_build(
     levels: dict[str, list[int]] = {}
     seen: set[int] = set(exclude)
     room = _Budget(total)
-    prefix = (scope or "").strip().strip("/")
+    prefix = scope_path(scope)
     with tenant_scope(tenant):
         facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
-        if prefix:  # a path: 'a:b' covers 'a:b/...', never 'a:b2'
-            facts = facts.filter(Q(scope=prefix) | Q(scope__startswith=f"{prefix}/"))
+        facts = facts.filter(scope_q(prefix))
         facts = facts.defer("search_vector")
         if hot_restore and session_id:
             recent = list(

@@ -19,7 +19,7 @@ from retrieval import sql
 from retrieval.search import MAX_K, recall_search
 from retrieval.text import analyze
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
+from tenants.scope import scope_within, tenant_scope
 
 # Reason codes, in the order they are checked; each comes with the values it compared.
 TRUST, SCOPE, KIND, CATEGORY, STATUS, RANK = "trust", "scope", "kind", "category", "status", "rank"
@@ -41,7 +41,7 @@ class LeftOut:
 
 
 def _in_scope(fact_scope: str, prefix: str) -> bool:
-    return fact_scope == prefix or fact_scope.startswith(f"{prefix}/")
+    return scope_within(fact_scope, prefix)
 
 
 def recall_left_out(

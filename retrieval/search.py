@@ -27,7 +27,7 @@ from retrieval.text import analyze
 from retrieval.vectors import embedder_for, serving_space
 from tenants.errors import InvalidInput
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
+from tenants.scope import scope_path, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -300,7 +300,7 @@ def recall_search(
         raise InvalidInput("min_trust", "must be a number from 0 to 1")
     half_life = tenant.setting("half_life_days") if half_life_days is None else half_life_days
     filters = sql.Filters(
-        scope_prefix=(scope or "").strip().strip("/"),
+        scope_prefix=scope_path(scope),
         kind=kind,
         category=category,
         min_trust=float(floor),

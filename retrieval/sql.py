@@ -12,11 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
-from tenants.scope import current_scope_limit
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+from tenants.scope import current_scope_limit, scope_sql
 
 
 def _tsquery_escape(lexeme: str) -> str:
@@ -37,8 +33,9 @@ class Filters:
         params: list[object] = [self.min_trust]
         for prefix in (self.scope_prefix, current_scope_limit()):
             if prefix:
-                clauses.append("(f.scope = %s OR f.scope LIKE %s)")
-                params += [prefix, f"{_like_escape(prefix)}/%"]
+                clause, values = scope_sql(prefix, "f.scope")
+                clauses.append(clause)
+                params += values
         if self.kind:
             clauses.append("f.kind = %s")
             params.append(self.kind)

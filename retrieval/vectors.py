@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 # well past that, so no process is left asking a model whose vectors are gone.
 SERVING_CACHE_S = 10.0
 RETIRED_GRACE = timedelta(minutes=2)
-HNSW_OPTIONS = "WITH (m = 16, ef_construction = 64)"
+# HNSW options: m = 16, ef_construction = 64 (in mnemosyne_vector_index_create, tenants 0005).
 
 
 class VectorModelMismatch(EmbedderError):
@@ -61,29 +61,22 @@ def not_model(name: str) -> Q:
     return Q(embedding_model__lt=name) | Q(embedding_model__gt=name)
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _create_index(space: Space) -> None:
-    # CONCURRENTLY keeps facts writable while the index is built, but cannot run inside a
-    # transaction; the model is new, so there is nothing to index yet either way.
-    concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
+    # The runtime role owns no table: the owner's function builds the index (not CONCURRENTLY,
+    # which a function cannot do; the model is new, so the index holds nothing yet).
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [index_name(space.name)])
         if cursor.fetchone():
             return
         cursor.execute(
-            f"CREATE INDEX {concurrently}IF NOT EXISTS {index_name(space.name)} "
-            f"ON facts_factvector USING hnsw ((embedding::vector({int(space.dimension)})) "
-            f"vector_cosine_ops) {HNSW_OPTIONS} WHERE model = {_literal(space.name)}"
+            "SELECT mnemosyne_vector_index_create(%s, %s, %s)",
+            [index_name(space.name), space.name, int(space.dimension)],
         )
 
 
 def _drop_index(name: str) -> None:
-    concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP INDEX {concurrently}IF EXISTS {index_name(name)}")
+        cursor.execute("SELECT mnemosyne_vector_index_drop(%s)", [index_name(name)])
 
 
 # -- the registry -----------------------------------------------------------------------------
@@ -213,19 +206,13 @@ def embedding_targets() -> list[tuple[Space, Embedder]]:
 def vector_switch_finish() -> str | None:
     """When the filling model has a vector for every active fact, it takes over. Returns its
     name when it did."""
-    from facts.models import Fact, Status
-    from tenants.scope import all_tenants_scope
+    from tenants import cross_tenant
 
     filling = VectorModel.objects.filter(state=VectorState.FILLING).first()
     if filling is None:
         return None
-    with transaction.atomic(), all_tenants_scope("embedding model switch"):
-        waiting = (
-            Fact.objects.all_tenants()
-            .filter(not_model(filling.name), status=Status.ACTIVE)
-            .exists()
-        )
-        if waiting:
+    with transaction.atomic():
+        if cross_tenant.tenants_unembedded(model=filling.name):
             return None
         now = timezone.now()
         VectorModel.objects.filter(state=VectorState.SERVING).update(
@@ -241,23 +228,24 @@ def vector_switch_finish() -> str | None:
 
 def vector_models_cleanup(*, batch: int = 5000) -> int:
     """Delete the vectors and index of models retired long enough ago. Returns rows deleted."""
-    from tenants.scope import all_tenants_scope
+    from tenants.models import Tenant
+    from tenants.scope import tenant_scope
 
     deleted = 0
     cutoff = timezone.now() - RETIRED_GRACE
     for model in VectorModel.objects.filter(state=VectorState.RETIRED, retired_at__lte=cutoff):
-        while True:
-            with transaction.atomic(), all_tenants_scope("retired embedding model"):
-                with connection.cursor() as cursor:
+        for tenant_id in Tenant.objects.order_by("pk").values_list("pk", flat=True):
+            while True:
+                with tenant_scope(tenant_id), connection.cursor() as cursor:
                     cursor.execute(
                         "DELETE FROM facts_factvector WHERE id IN (SELECT id FROM "
-                        "facts_factvector WHERE model = %s LIMIT %s)",
-                        [model.name, batch],
+                        "facts_factvector WHERE tenant_id = %s AND model = %s LIMIT %s)",
+                        [tenant_id, model.name, batch],
                     )
                     count = cursor.rowcount
-            deleted += count
-            if count < batch:
-                break
+                deleted += count
+                if count < batch:
+                    break
         _drop_index(model.name)
         model.delete()
         logger.info("embedding model %s retired: %s vectors deleted", model.name, deleted)
@@ -275,14 +263,17 @@ class SwitchProgress:
 def vector_switch_progress() -> SwitchProgress:
     """How far the configured model is: for `mnemosyne embedder` and the dashboard."""
     from facts.models import Fact, Status
-    from tenants.scope import all_tenants_scope
+    from tenants.models import Tenant
+    from tenants.scope import tenant_scope
 
     rows = {m.state: m.name for m in VectorModel.objects.exclude(state=VectorState.RETIRED)}
     target = rows.get(VectorState.FILLING) or rows.get(VectorState.SERVING)
-    with all_tenants_scope("embedding progress"):
-        active = Fact.objects.all_tenants().filter(status=Status.ACTIVE)
-        total = active.count()
-        done = active.filter(embedding_model=target).count() if target else 0
+    total = done = 0
+    for tenant_id in Tenant.objects.order_by("pk").values_list("pk", flat=True):
+        with tenant_scope(tenant_id):
+            active = Fact.objects.for_tenant(tenant_id).filter(status=Status.ACTIVE)
+            total += active.count()
+            done += active.filter(embedding_model=target).count() if target else 0
     return SwitchProgress(rows.get(VectorState.SERVING), rows.get(VectorState.FILLING), total, done)
 
 

@@ -1,8 +1,8 @@
 """The default manager of every tenant-owned model: no tenant, no query.
 
 `Fact.objects.filter(...)` raises `TenantScopeError` when evaluated; `Fact.objects.for_tenant(t)`
-narrows to one tenant (and must run inside `tenant_scope(t)`, where row-level security agrees);
-`Fact.objects.all_tenants()` is the one, loudly named, bypass.
+narrows to one tenant (and must run inside `tenant_scope(t)`, where row-level security agrees).
+There is no bypass: what spans tenants goes through `tenants.cross_tenant`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from django.db import models
 
-from tenants.scope import TenantScopeError, current_scope_limit
+from tenants.scope import TenantScopeError, current_scope_limit, scope_q
 
 if TYPE_CHECKING:
     from tenants.models import Tenant
@@ -36,17 +36,9 @@ class TenantQuerySet(models.QuerySet):
         limit = current_scope_limit()
         if limit and _has_scope(self.model):
             # A key limited to a scope prefix sees only that part of the tenant.
-            narrowed = narrowed.filter(
-                models.Q(scope=limit) | models.Q(scope__startswith=f"{limit}/")
-            )
+            narrowed = narrowed.filter(scope_q(limit))
         narrowed._tenant_checked = True
         return narrowed
-
-    def all_tenants(self) -> Self:
-        """Every tenant's rows. Only for superuser pages and cross-tenant jobs."""
-        clone = self._chain()
-        clone._tenant_checked = True
-        return clone
 
     def _clone(self) -> Self:
         clone = super()._clone()

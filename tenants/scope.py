@@ -2,13 +2,13 @@
 
 Two guards work together:
 - the ORM guard: tenant-owned models' default manager refuses to evaluate a query that was not
-  narrowed with `for_tenant(tenant)` (or opened with the loud `all_tenants()`);
+  narrowed with `for_tenant(tenant)`;
 - the database guard: PostgreSQL row-level security on every tenant-owned table admits only rows
   of the tenant named by the transaction-local setting `app.tenant_id`, which `tenant_scope`
   sets. A query that forgot its filter, raw SQL included, sees no foreign row.
 
-`all_tenants_scope(reason)` is the one way past the database guard, for superuser pages and
-cross-tenant jobs that then scope each tenant in turn. Its reason is logged.
+There is no way past the database guard for the role the application runs as: the few reads
+that span tenants go through database functions (`tenants.cross_tenant`).
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 if TYPE_CHECKING:
     from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
-# The tenant id the current code runs for (None outside any scope; -1 in an all-tenants scope).
+# The tenant id the current code runs for (None outside any scope).
 _current: contextvars.ContextVar[int | None] = contextvars.ContextVar("tenant_scope", default=None)
-ALL_TENANTS = -1
 
 
 class TenantScopeError(RuntimeError):
@@ -46,17 +46,15 @@ def _tenant_pk(tenant: Tenant | int) -> int:
     return pk
 
 
-def _set(tenant_id: str, all_tenants: str) -> tuple[str, str]:
-    """Set both transaction-local settings in one round trip; return their previous values."""
+def _set(tenant_id: str) -> str:
+    """Set the transaction-local tenant; return the previous value."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT current_setting('app.tenant_id', true), "
-            "current_setting('app.all_tenants', true), "
-            "set_config('app.tenant_id', %s, true), set_config('app.all_tenants', %s, true)",
-            [tenant_id, all_tenants],
+            "SELECT current_setting('app.tenant_id', true), set_config('app.tenant_id', %s, true)",
+            [tenant_id],
         )
-        previous_tenant, previous_all, _, _ = cursor.fetchone()
-    return previous_tenant or "", previous_all or ""
+        previous, _ = cursor.fetchone()
+    return previous or ""
 
 
 @contextmanager
@@ -64,18 +62,18 @@ def tenant_scope(tenant: Tenant | int) -> Iterator[int]:
     """Run the body in a transaction that sees only `tenant`'s rows. Yields the tenant id.
 
     Re-entering the same tenant joins the open scope; entering another tenant inside a scope
-    is an error (a leak waiting to happen), except inside an all-tenants scope.
+    is an error (a leak waiting to happen).
     """
     tenant_id = _tenant_pk(tenant)
     outer = _current.get()
     if outer == tenant_id:
         yield tenant_id
         return
-    if outer is not None and outer != ALL_TENANTS:
+    if outer is not None:
         raise TenantScopeError(f"already scoped to tenant {outer}; cannot enter tenant {tenant_id}")
     nested = connection.in_atomic_block
     with transaction.atomic():
-        previous = _set(str(tenant_id), "off")
+        previous = _set(str(tenant_id))
         token = _current.set(tenant_id)
         try:
             yield tenant_id
@@ -84,28 +82,7 @@ def tenant_scope(tenant: Tenant | int) -> Iterator[int]:
             if nested and not connection.needs_rollback:
                 # Restore, so code after the scope in the enclosing transaction sees nothing
                 # again. (An outermost transaction takes its settings with it when it ends.)
-                _set(*previous)
-
-
-@contextmanager
-def all_tenants_scope(reason: str) -> Iterator[None]:
-    """Lift row-level security for the body. Only for superuser pages and cross-tenant jobs."""
-    if not reason.strip():
-        raise TenantScopeError("all_tenants_scope needs a reason")
-    outer = _current.get()
-    if outer is not None and outer != ALL_TENANTS:
-        raise TenantScopeError(f"already scoped to tenant {outer}; cannot see all tenants")
-    logger.info("all-tenants scope opened: %s", reason)
-    nested = connection.in_atomic_block
-    with transaction.atomic():
-        previous = _set("", "on")
-        token = _current.set(ALL_TENANTS)
-        try:
-            yield
-        finally:
-            _current.reset(token)
-            if nested and not connection.needs_rollback:
-                _set(*previous)
+                _set(previous)
 
 
 # -- scope limits -------------------------------------------------------------------------------
@@ -125,8 +102,32 @@ def current_scope_limit() -> str:
     return _scope_limit.get()
 
 
+def scope_path(prefix: str | None) -> str:
+    """A scope prefix as written by a user or a tool, in its one canonical form ("" for none)."""
+    return (prefix or "").strip().strip("/")
+
+
 def scope_within(scope: str, prefix: str) -> bool:
+    """Whether `scope` lies under the path `prefix`: 'a:b' covers 'a:b/...', never 'a:b2'."""
+    prefix = scope_path(prefix)
     return not prefix or scope == prefix or scope.startswith(prefix + "/")
+
+
+def scope_q(prefix: str | None, field: str = "scope") -> Q:
+    """The ORM condition of `scope_within` (an empty Q, i.e. everything, for no prefix)."""
+    prefix = scope_path(prefix)
+    if not prefix:
+        return Q()
+    return Q(**{field: prefix}) | Q(**{f"{field}__startswith": f"{prefix}/"})
+
+
+def scope_sql(prefix: str | None, column: str = "scope") -> tuple[str, list[object]]:
+    """The raw-SQL condition of `scope_within`, with its parameters ("TRUE" for no prefix)."""
+    prefix = scope_path(prefix)
+    if not prefix:
+        return "TRUE", []
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"({column} = %s OR {column} LIKE %s)", [prefix, f"{escaped}/%"]
 
 
 def scope_limit_set(prefix: str) -> contextvars.Token[str]:

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from tenants import cross_tenant
 from tenants.errors import NotFound
 from tenants.models import (
     ApiKey,
@@ -20,7 +21,7 @@ from tenants.models import (
     Tenant,
     TenantEvent,
 )
-from tenants.scope import all_tenants_scope, tenant_scope
+from tenants.scope import tenant_scope
 
 
 def tenant_get(*, slug: str) -> Tenant:
@@ -39,15 +40,12 @@ def tenants_for_user(*, user: AbstractBaseUser) -> list[tuple[Tenant, str]]:
     """The tenants a user may open, with their role there (superusers: every tenant, admin)."""
     if getattr(user, "is_superuser", False):
         return [(tenant, "admin") for tenant in Tenant.objects.order_by("slug")]
-    # Which tenants is exactly the question, so this lookup spans tenants, filtered by user.
-    with all_tenants_scope("tenants of a signed-in user"):
-        rows = list(
-            Membership.objects.all_tenants()
-            .filter(user=user)
-            .select_related("tenant")
-            .order_by("tenant__slug")
-        )
-    return [(row.tenant, row.role) for row in rows]
+    # Which tenants is exactly the question: the one lookup across tenants, by user.
+    roles = cross_tenant.user_tenants(user_id=user.pk)
+    return [
+        (tenant, roles[tenant.pk])
+        for tenant in Tenant.objects.filter(pk__in=roles).order_by("slug")
+    ]
 
 
 def membership_role(*, tenant: Tenant, user: AbstractBaseUser) -> str | None:

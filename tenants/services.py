@@ -18,6 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import (
@@ -32,7 +33,7 @@ from tenants.models import (
     TenantEvent,
     TenantOwned,
 )
-from tenants.scope import all_tenants_scope, scope_limit_set, tenant_scope
+from tenants.scope import scope_limit_set, tenant_scope
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 API_KEY_SCOPES = ("read", "write")
@@ -235,14 +236,18 @@ def invitation_create(
 def invitation_find(*, token: str) -> Invitation:
     """The open invitation this sign-up token belongs to; NotFound for any other token (used,
     withdrawn, expired or unknown look the same)."""
-    # The invitation's tenant is what we look for: this one lookup runs across tenants.
-    with all_tenants_scope("invitation lookup"):
-        invitation = (
-            Invitation.objects.all_tenants()
-            .select_related("tenant")
-            .filter(token_hash=_hash_secret(token or ""))
-            .first()
-        )
+    # The invitation's tenant is what we look for: the one lookup across tenants.
+    found = cross_tenant.invitation_lookup(token_hash=_hash_secret(token or ""))
+    invitation = None
+    if found is not None:
+        invitation_id, tenant_id = found
+        with tenant_scope(tenant_id):
+            invitation = (
+                Invitation.objects.for_tenant(tenant_id)
+                .select_related("tenant")
+                .filter(pk=invitation_id)
+                .first()
+            )
     if invitation is None or not invitation.is_open:
         raise NotFound("invitation", "")
     return invitation
@@ -307,9 +312,8 @@ def password_reset_link_allowed(*, tenant: Tenant, user: AbstractBaseUser) -> bo
     is not staff: anyone else's account reaches further than this tenant (a superuser does it)."""
     if user.is_staff or user.is_superuser:
         return False
-    with all_tenants_scope("a member's other tenants"):
-        others = Membership.objects.all_tenants().filter(user=user).exclude(tenant=tenant)
-        return not others.exists()
+    others = set(cross_tenant.user_tenants(user_id=user.pk)) - {tenant.pk}
+    return not others
 
 
 def password_reset_token_make(
@@ -343,14 +347,13 @@ def tenant_delete(*, tenant: Tenant, actor: Actor, confirm: str) -> TenantDeleti
         raise InvalidInput("confirm", f"type the tenant's short name, {tenant.slug}, to delete it")
     locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
     counts: dict[str, int] = {}
-    with tenant_scope(locked), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('app.deleting_tenant', %s, true)", [str(locked.pk)])
+    with tenant_scope(locked):
         for model in apps.get_models():
             if issubclass(model, TenantOwned):
                 counts[model._meta.label] = model.objects.for_tenant(locked).count()
         slug, name, pk = locked.slug, locked.name, locked.pk
-        locked.delete()
-        cursor.execute("SELECT set_config('app.deleting_tenant', '', true)")
+        # Audit rows included, which the runtime role may not delete: the database does it.
+        cross_tenant.tenant_rows_delete(tenant_id=pk)
     _archives_remove(pk)
     return TenantDeletion.objects.create(
         slug=slug,
@@ -468,17 +471,26 @@ def apikey_verify(*, token: str, address: str | None = None) -> ApiKey | None:
     the request came from, kept as the key's last address."""
     parts = (token or "").strip().split("_", 2)
     prefix = parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX else ""
-    # The key's tenant is what we are looking for, so this one lookup runs across tenants.
-    with all_tenants_scope("API key verification"):
-        key = ApiKey.objects.all_tenants().select_related("tenant").filter(prefix=prefix).first()
+    # The key's tenant is what we are looking for: the one lookup across tenants, which gives
+    # what checking the secret needs. The key itself is read in its tenant once it matches.
+    found = cross_tenant.apikey_lookup(prefix=prefix)
     given = _hash_secret(token or "")
-    expected = key.secret_hash if key is not None else _DUMMY_HASH
+    expected = found.secret_hash if found is not None else _DUMMY_HASH
     matches = hmac.compare_digest(expected, given)
     now = timezone.now()
-    previous = key.previous_secret_hash if key is not None and key.previous_secret_hash else ""
+    previous = found.previous_secret_hash if found is not None else ""
     if previous and hmac.compare_digest(previous, given):
-        matches = key.previous_valid_until is not None and now < key.previous_valid_until
-    if key is None or not matches or not key.is_active:
+        matches = found.previous_valid_until is not None and now < found.previous_valid_until
+    if found is None or not matches:
+        return None
+    with tenant_scope(found.tenant_id):
+        key = (
+            ApiKey.objects.for_tenant(found.tenant_id)
+            .select_related("tenant")
+            .filter(pk=found.key_id)
+            .first()
+        )
+    if key is None or not key.is_active:
         return None
     stale = key.last_used_at is None or now - key.last_used_at > _LAST_USED_EVERY
     moved = address is not None and address != key.last_used_from

@@ -29,8 +29,36 @@ def embedded_database() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(embedded_database: None, django_db_setup: None) -> None:
-    """pytest-django's test database, created once the server runs."""
+def _database_owner(embedded_database: None) -> Iterator[None]:
+    """The test database is made, migrated and dropped by the owner role (as `mnemosyne migrate`
+    does); flushes after transactional tests too (TRUNCATE is the owner's alone)."""
+    from django.test import TransactionTestCase
+
+    from memoryadmin.roles import as_owner, connect_as, owner_credentials
+
+    flush = TransactionTestCase._fixture_teardown
+
+    def flush_as_owner(self: TransactionTestCase) -> None:
+        with as_owner():
+            flush(self)
+
+    TransactionTestCase._fixture_teardown = flush_as_owner  # type: ignore[method-assign]
+    connect_as(owner_credentials())
+    yield
+    TransactionTestCase._fixture_teardown = flush  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    embedded_database: None, _database_owner: None, django_db_setup: None
+) -> Iterator[None]:
+    """pytest-django's test database, created by the owner once the server runs; the tests run
+    as the runtime role, as web processes and workers do."""
+    from memoryadmin.roles import connect_as, owner_credentials, runtime_credentials
+
+    connect_as(runtime_credentials())
+    yield
+    connect_as(owner_credentials())  # to drop the test database
 
 
 # -- tenants and people ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """A Hermes Agent process, as a user would run one: `run_agent.AIAgent` with the profile in
-HERMES_HOME, talking to the chat server at BASE_URL. Django is not configured here: the provider
-must do that itself from the profile's config.yaml.
+HERMES_HOME, talking to the chat server at BASE_URL. Django is not configured here, and the
+provider must not need it: it talks to Mnemosyne's server over HTTP.
 
 Reads one JSON command per line on stdin and answers one JSON line on stdout:
   {"say": "text"}  one conversation turn  -> {"reply": "..."}
@@ -33,7 +33,16 @@ def main() -> None:
         command = json.loads(line)
         if command.get("exit"):
             agent.shutdown_memory_provider(history)
-            answer: dict = {"bye": True, "django_env": os.environ.get("DJANGO_SETTINGS_MODULE")}
+            answer: dict = {
+                "bye": True,
+                "django_env": os.environ.get("DJANGO_SETTINGS_MODULE"),
+                # What the Mnemosyne provider loaded into Hermes' process.
+                "loaded": sorted(
+                    name
+                    for name in sys.modules
+                    if name.split(".")[0] in ("django", "onnxruntime", "psycopg", "facts")
+                ),
+            }
         else:
             result = agent.run_conversation(command["say"], conversation_history=history)
             history = result.get("messages") or history

@@ -14,19 +14,23 @@ from typing import Any
 from tests.helpers import free_port
 
 
-def write_profile(home: Path, api_key: str, database_url: str, **settings: Any) -> Path:
-    """A Hermes profile connected with `mnemosyne hermes install`'s code path."""
+def write_profile(home: Path, api_key: str, url: str, **settings: Any) -> Path:
+    """A Hermes profile connected to the server at `url` with `mnemosyne hermes install`'s code
+    path (which asks the server who the key is)."""
     from hermes_provider.installer import install
 
     home.mkdir(parents=True, exist_ok=True)
     said: list[str] = []
     install(
         hermes_home=home,
+        url=url,
         api_key=api_key,
         scope=settings.pop("scope", None),
-        database_url=database_url,
         say=said.append,
     )
+    # The test server loads its models on its first requests, on a busy machine: the default
+    # prefetch timeout (2 s) is for a warm server. The outage tests set their own.
+    settings.setdefault("prefetch_timeout", 30)
     if settings:
         from hermes_provider.config import update_config
 

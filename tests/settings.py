@@ -1,7 +1,8 @@
 """Test settings: the real settings, a real PostgreSQL with pgvector, fast password hashing.
 
 The database is the embedded PostgreSQL under `.mnemosyne-test/` by default, or the server named
-by TEST_DATABASE_URL (pytest-django creates and drops a `test_<name>` database on it).
+by TEST_DATABASE_URL (the runtime role) and TEST_DATABASE_OWNER_URL (the owner, which creates,
+migrates and drops a `test_<name>` database on it).
 """
 
 import os
@@ -14,8 +15,13 @@ os.environ.setdefault("MNEMOSYNE_MODEL_DIR", str(_REPO / ".mnemosyne-test" / "mo
 os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz")
 if os.environ.get("TEST_DATABASE_URL"):
     os.environ["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
+    if os.environ.get("TEST_DATABASE_OWNER_URL"):
+        os.environ["DATABASE_OWNER_URL"] = os.environ["TEST_DATABASE_OWNER_URL"]
+    else:
+        os.environ.pop("DATABASE_OWNER_URL", None)
 else:
     os.environ.pop("DATABASE_URL", None)
+    os.environ.pop("DATABASE_OWNER_URL", None)
 
 from memoryadmin.settings import *  # noqa: E402, F403
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memoryadmin.embedded_db import EmbeddedPostgres, server_for_home
+from memoryadmin.embedded_db import OWNER_ROLE, RUNTIME_ROLE, EmbeddedPostgres, server_for_home
 from tests.helpers import pid_alive
 
 
@@ -30,30 +30,42 @@ def test_start_status_stop(server: EmbeddedPostgres) -> None:
     assert server.stop() is False
 
 
-def test_the_application_role_gets_pgvector_without_superuser_powers(
+def test_the_runtime_role_gets_pgvector_without_superuser_powers(
     server: EmbeddedPostgres,
 ) -> None:
     server.start()
     with psycopg.connect(server.url()) as conn:
-        role, superuser = conn.execute(
-            "SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user"
+        role, powers = conn.execute(
+            "SELECT current_user, (rolsuper, rolbypassrls, rolcreatedb, rolcreaterole) "
+            "FROM pg_roles WHERE rolname = current_user"
         ).fetchone()
         version = conn.execute("SHOW server_version").fetchone()[0]
         distance = conn.execute("SELECT '[1,0]'::vector <=> '[0,1]'::vector").fetchone()[0]
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
-    assert (role, superuser) == ("mnemosyne", False)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("CREATE TABLE mine (note text)")
+    assert (role, powers) == (RUNTIME_ROLE, (False, False, False, False))
     assert int(version.split(".")[0]) >= 18
     assert distance == pytest.approx(1.0)
+    with psycopg.connect(server.url(user=OWNER_ROLE)) as conn:
+        owner, powers = conn.execute(
+            "SELECT current_user, (rolsuper, rolbypassrls) FROM pg_roles "
+            "WHERE rolname = current_user"
+        ).fetchone()
+        database_owner = conn.execute(
+            "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()"
+        ).fetchone()[0]
+    assert (owner, powers, database_owner) == (OWNER_ROLE, (False, False), OWNER_ROLE)
 
 
 def test_data_survives_a_restart(server: EmbeddedPostgres) -> None:
     server.start()
-    with psycopg.connect(server.url()) as conn:
+    with psycopg.connect(server.url(user=OWNER_ROLE)) as conn:
         conn.execute("CREATE TABLE kept (note text)")
         conn.execute("INSERT INTO kept VALUES ('still here')")
     server.stop()
     server.start()
-    with psycopg.connect(server.url()) as conn:
+    with psycopg.connect(server.url(user=OWNER_ROLE)) as conn:
         assert conn.execute("SELECT note FROM kept").fetchone() == ("still here",)
 
 

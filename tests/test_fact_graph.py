@@ -12,7 +12,7 @@ from facts.graph import entities_reason, entity_facts, entity_related, fact_cont
 from facts.models import Category, Kind
 from facts.selectors import fact_list
 from facts.services import fact_add, fact_feedback
-from hermes_provider import tools
+from hermes_provider import schemas as tools
 from tenants.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db

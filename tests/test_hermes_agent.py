@@ -1,7 +1,7 @@
 """Whole Hermes Agent processes with the Mnemosyne plugin installed, against a chat server the test
-runs on 127.0.0.1: the model stores a fact with fact_store, a later turn's request carries it in
-<memory-context>, a restarted agent gets the session's last turns back, and a database that goes
-away mid-conversation loses no turn.
+runs on 127.0.0.1 and a Mnemosyne server: the model stores a fact with fact_store, a later turn's
+request carries it in <memory-context>, a restarted agent gets the session's last turns back, and
+a server (or its database) that goes away mid-conversation loses no turn.
 """
 
 from __future__ import annotations
@@ -12,20 +12,22 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from django.db import connection
 
 from facts.models import FactVector
 from facts.selectors import fact_list
 from hermes_provider.config import update_config
 from memoryadmin.embedded_db import server_for_home
+from memoryadmin.supervisor import gunicorn_command
 from tenants.scope import tenant_scope
 from tenants.services import apikey_create
-from tests.helpers import PYTHON, REPO, child_env, database_url, wait_for
+from tests.helpers import PYTHON, REPO, child_env, free_port, wait_for
 from tests.hermes_support import ChatServer, memory_context, remembering_model, write_profile
 
 pytestmark = pytest.mark.slow
@@ -90,10 +92,10 @@ class HermesProcess:
 
 @pytest.mark.django_db(transaction=True)
 def test_an_agent_stores_a_fact_recalls_it_and_gets_its_session_back_after_a_restart(
-    tmp_path: Path, tenant, system_actor
+    tmp_path: Path, tenant, system_actor, live_server, eager_tasks
 ) -> None:
     token = apikey_create(tenant=tenant, name="hermes", actor=system_actor).token
-    home = write_profile(tmp_path / "hermes", token, database_url(connection.settings_dict))
+    home = write_profile(tmp_path / "hermes", token, live_server.url)
     with ChatServer(remembering_model) as model:
         agent = HermesProcess(home, model.base_url, "chat-1", tmp_path / "agent-1.log")
         agent.say("Please remember that the staging database is called Orion.")
@@ -106,8 +108,11 @@ def test_an_agent_stores_a_fact_recalls_it_and_gets_its_session_back_after_a_res
         asked = model.user_messages()[-1]
         assert asked.startswith("What is the staging database called?")
         assert "The staging database is called Orion." in memory_context(asked)
-        assert agent.exit()["django_env"] is None  # no settings module leaked to Hermes
-        # No broker configured: the Hermes process embedded what it stored, before it exited.
+        bye = agent.exit()
+        assert bye["django_env"] is None  # no settings module leaked to Hermes
+        # The provider loaded neither Django nor a database driver nor a model: the server did.
+        assert bye["loaded"] == [], bye["loaded"]
+        # The server embedded what the profile stored (its worker; here, eager tasks).
         stored = (
             fact_list(tenant=tenant, limit=10).facts
             + fact_list(tenant=tenant, kind="turn", limit=10).facts
@@ -137,20 +142,57 @@ def test_an_agent_stores_a_fact_recalls_it_and_gets_its_session_back_after_a_res
         again.exit()
 
 
-# -- a database the test owns, so it can stop it -----------------------------------------------
+# -- a server and a database the test owns, so it can stop them ------------------------------
+
+
+class OwnServer:
+    """Mnemosyne's web server (gunicorn, as `mnemosyne up` runs it) on a database of its own."""
+
+    def __init__(self, home: Path, database: Any, log: Path) -> None:
+        self.home, self.database, self.log = home, database, log
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        bind = self.url.removeprefix("http://")
+        self.process = subprocess.Popen(
+            [PYTHON, *gunicorn_command(bind=bind, workers=1)],
+            env=child_env(MNEMOSYNE_HOME=str(self.home), DATABASE_URL=None),
+            cwd=REPO,
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
+        )
+        wait_for(self._answers, timeout=120, what="the web server")
+
+    def _answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/healthz", timeout=5):  # noqa: S310
+                return True
+        except urllib.error.HTTPError:
+            return True  # it answers (a 503 names a part that is down)
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
 
 
 @pytest.fixture
-def own_database():
-    """An embedded PostgreSQL of this test's own, migrated, with a tenant and its API key.
+def own_server(tmp_path: Path):
+    """An embedded PostgreSQL of this test's own, migrated, with a tenant and its API key, and
+    a web server on it.
 
-    Outside pytest's temporary folders: a pytest session starting meanwhile (anyone's) makes
-    those private again, and the server, which runs as its own system user, would lose its way
-    to its data."""
+    The database lives outside pytest's temporary folders: a pytest session starting meanwhile
+    (anyone's) makes those private again, and the server, which runs as its own system user,
+    would lose its way to its data."""
     home = Path(tempfile.mkdtemp(prefix="mnemosyne-outage-test-"))
-    server = server_for_home(home)
-    server.start()
+    database = server_for_home(home)
+    database.start()
     env = child_env(MNEMOSYNE_HOME=str(home), DATABASE_URL=None)
+    web = OwnServer(home, database, tmp_path / "web.log")
     try:
         subprocess.run(
             [PYTHON, "-m", "memoryadmin.cli", "migrate", "--verbosity", "0"],
@@ -163,15 +205,17 @@ def own_database():
              "print(apikey_create(tenant=t, name='hermes', actor=Actor.job('test')).token)"],
             env=env, cwd=REPO, check=True, timeout=120, capture_output=True, text=True,
         )  # fmt: skip
-        yield home, server, made.stdout.strip().splitlines()[-1]
+        web.start()
+        yield web, made.stdout.strip().splitlines()[-1]
     finally:
-        server.stop()
+        web.stop()
+        database.stop()
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _rows(server) -> list[tuple[int, str, str]]:
+def _rows(web: OwnServer) -> list[tuple[int, str, str]]:
     with psycopg.connect(
-        host=str(server.socket_dir), port=5432, user="postgres", dbname="mnemosyne"
+        host=str(web.database.socket_dir), port=5432, user="postgres", dbname="mnemosyne"
     ) as db:
         return db.execute(
             "SELECT position, speaker, content FROM facts_fact WHERE kind = 'turn' "
@@ -179,16 +223,16 @@ def _rows(server) -> list[tuple[int, str, str]]:
         ).fetchall()
 
 
-def test_a_database_outage_mid_conversation_loses_no_turn_and_writes_none_twice(
-    tmp_path: Path, own_database
+def test_a_server_or_database_outage_mid_conversation_loses_no_turn_and_writes_none_twice(
+    tmp_path: Path, own_server
 ) -> None:
-    home_of_db, server, token = own_database
+    web, token = own_server
     hermes = tmp_path / "hermes"
     hermes.mkdir()
     installed = subprocess.run(
         [PYTHON, "-m", "memoryadmin.cli", "hermes", "install", "--hermes-home", str(hermes),
-         "--api-key", token, "--scope", "team:ops"],
-        env=child_env(MNEMOSYNE_HOME=str(home_of_db), DATABASE_URL=None),
+         "--url", web.url, "--api-key", token, "--scope", "team:ops"],
+        env=child_env(DATABASE_URL=None, MNEMOSYNE_HOME=None),
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
@@ -200,30 +244,30 @@ def test_a_database_outage_mid_conversation_loses_no_turn_and_writes_none_twice(
     with ChatServer(remembering_model) as model:
         agent = HermesProcess(hermes, model.base_url, "ops-chat", tmp_path / "agent-1.log")
         agent.say(said[0])
-        wait_for(lambda: len(_rows(server)) == 2, timeout=30, what="the first turn")
+        wait_for(lambda: len(_rows(web)) == 2, timeout=30, what="the first turn")
 
-        server.stop()  # the database goes away mid-conversation
+        web.stop()  # the server goes away mid-conversation
         assert agent.say(said[1]).startswith("You said: Turn 2")  # the agent carries on
         agent.say(said[2])
-        server.start()
+        web.start()
         agent.say(said[3])
-        wait_for(lambda: len(_rows(server)) == 8, timeout=60, what="the buffer to drain")
+        wait_for(lambda: len(_rows(web)) == 8, timeout=60, what="the buffer to drain")
 
-        server.stop()
+        web.database.stop()  # now its database: the server answers 503
         agent.say(said[4])
-        agent.exit()  # Hermes exits while the database is down: the turn waits on disk
+        agent.exit()  # Hermes exits while the turn cannot be stored: it waits on disk
         assert any("kept in" in line for line in agent.output), agent.output
 
-        # Hermes starts again before the database does.
+        # Hermes starts again before the database is back.
         again = HermesProcess(hermes, model.base_url, "ops-chat", tmp_path / "agent-2.log")
         assert again.say(said[5]).startswith("You said: Turn 6")
-        assert any("database is unreachable" in line for line in again.output), again.output
-        server.start()
+        assert any("unreachable" in line for line in again.output), again.output
+        web.database.start()
         again.say(said[6])
-        wait_for(lambda: len(_rows(server)) == 14, timeout=60, what="the buffer to drain")
+        wait_for(lambda: len(_rows(web)) == 14, timeout=60, what="the buffer to drain")
         again.exit()
 
-    rows = _rows(server)
+    rows = _rows(web)
     users = [content for _, speaker, content in rows if speaker == "user"]
     assert users == said  # every turn, once, in order
     assert [position for position, _, _ in rows] == list(range(14))

@@ -1,8 +1,9 @@
 """The Hermes memory provider inside the real hermes-agent: its loader, its MemoryManager.
 
 The provider is installed into a temporary HERMES_HOME by the installer's own code, found by
-Hermes' `load_memory_provider`, and driven by Hermes' `MemoryManager`, against the test database.
-Its threads use their own connections, so these tests commit (transactional database).
+Hermes' `load_memory_provider`, and driven by Hermes' `MemoryManager`. It talks to a live server
+(pytest-django's `live_server`, on the test database) over HTTP; the server commits, so these
+tests use a transactional database.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from django.db import connection
+import yaml
 
 from facts.models import Fact
 from facts.selectors import fact_get, fact_list
 from facts.services import fact_add, fact_feedback
 from retrieval.tokens import count_tokens
 from tenants.services import apikey_create, apikey_revoke
-from tests.helpers import database_url
 from tests.hermes_support import manager_for, tool, write_profile
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,8 +42,13 @@ def key(tenant, system_actor) -> str:
 
 
 @pytest.fixture
-def profile(tmp_path: Path, key: str) -> Path:
-    return write_profile(tmp_path / "hermes", key, database_url(connection.settings_dict))
+def url(live_server) -> str:
+    return live_server.url
+
+
+@pytest.fixture
+def profile(tmp_path: Path, key: str, url: str) -> Path:
+    return write_profile(tmp_path / "hermes", key, url)
 
 
 @pytest.fixture
@@ -238,9 +243,9 @@ def test_an_unknown_tool_or_arguments_that_are_not_an_object_get_an_error(drive)
 
 
 def test_an_unknown_key_leaves_memory_off_with_a_clear_warning(
-    tmp_path: Path, drive, tenant, key: str
+    tmp_path: Path, drive, tenant, key: str, url: str
 ) -> None:
-    home = write_profile(tmp_path / "other", key, database_url(connection.settings_dict))
+    home = write_profile(tmp_path / "other", key, url)
     from hermes_provider.config import update_config
 
     update_config(home / "config.yaml", {"plugins.mnemosyne.api_key": key[:-4] + "XXXX"})
@@ -256,10 +261,7 @@ def test_an_unknown_key_leaves_memory_off_with_a_clear_warning(
     assert _turns(tenant) == []
 
 
-def test_a_revoked_key_stops_working_within_the_session(
-    drive, tenant, system_actor, monkeypatch
-) -> None:
-    from hermes_provider import provider as module
+def test_a_revoked_key_stops_working_at_its_next_request(drive, tenant, system_actor) -> None:
     from tenants.models import ApiKey
     from tenants.scope import tenant_scope
 
@@ -270,16 +272,17 @@ def test_a_revoked_key_stops_working_within_the_session(
     with tenant_scope(tenant):
         key_id = ApiKey.objects.for_tenant(tenant).get().pk
     apikey_revoke(tenant=tenant, key_id=key_id, actor=system_actor)
-    monkeypatch.setattr(module, "REVERIFY_S", 0.0)
     answer = tool(manager, "fact_store", action="add", content="After revocation")
     assert "unknown or revoked" in answer["error"]
     assert [f.content for f in fact_list(tenant=tenant).facts] == ["Before revocation"]
 
 
-def test_a_read_only_key_reads_but_cannot_write(tmp_path: Path, drive, tenant, system_actor):
+def test_a_read_only_key_reads_but_cannot_write(
+    tmp_path: Path, drive, tenant, system_actor, url: str
+) -> None:
     fact_add(tenant=tenant, content="Readers may read this", actor=system_actor)
     token = apikey_create(tenant=tenant, name="reader", actor=system_actor, scopes=["read"]).token
-    home = write_profile(tmp_path / "reader", token, database_url(connection.settings_dict))
+    home = write_profile(tmp_path / "reader", token, url)
     manager, _ = drive(home)
     assert tool(manager, "fact_store", action="search", query="readers")["count"] == 1
     refused = tool(manager, "fact_store", action="add", content="Readers may not write this")
@@ -322,7 +325,7 @@ def test_a_turn_is_written_once_even_when_its_write_is_replayed(drive, profile, 
         "'turn' AS op, ? AS payload, '2026-01-01T00:00:00+00:00' AS created_at)",
         (
             _replayed_key(tenant),
-            provider._binding.key_prefix,  # noqa: SLF001
+            provider._prefix(),  # noqa: SLF001
             json.dumps(
                 {
                     "session_id": "session-1",
@@ -344,11 +347,9 @@ def _replayed_key(tenant) -> str:
 
 
 def test_auto_extraction_stores_candidate_facts_in_english_and_chinese(
-    tmp_path: Path, drive, tenant, key: str
+    tmp_path: Path, drive, tenant, key: str, url: str
 ) -> None:
-    home = write_profile(
-        tmp_path / "extract", key, database_url(connection.settings_dict), auto_extract=True
-    )
+    home = write_profile(tmp_path / "extract", key, url, auto_extract=True)
     manager, _ = drive(home)
     manager.on_session_end([
         {"role": "user", "content": "I prefer tabs over spaces. Can you format this file?"},
@@ -412,7 +413,7 @@ def test_a_delegated_task_is_remembered_as_a_turn_of_the_session(drive, tenant) 
 
 
 def test_profile_overrides_apply_and_bad_ones_are_named(
-    tmp_path: Path, drive, tenant, key: str, system_actor
+    tmp_path: Path, drive, tenant, key: str, system_actor, url: str
 ) -> None:
     shaky = fact_add(
         tenant=tenant, content="The office wifi password is tea-time", actor=system_actor
@@ -421,7 +422,7 @@ def test_profile_overrides_apply_and_bad_ones_are_named(
     home = write_profile(
         tmp_path / "strict",
         key,
-        database_url(connection.settings_dict),
+        url,
         min_trust=0.45,
         budget=120,
         half_life_days="soon",
@@ -447,9 +448,8 @@ def test_profile_overrides_apply_and_bad_ones_are_named(
 
 
 def test_two_profiles_of_two_tenants_never_see_each_others_memories(
-    tmp_path: Path, drive, tenant, other_tenant, key: str, system_actor
+    tmp_path: Path, drive, tenant, other_tenant, key: str, system_actor, url: str
 ) -> None:
-    url = database_url(connection.settings_dict)
     other_key = apikey_create(tenant=other_tenant, name="spy", actor=system_actor).token
     ours, _ = drive(write_profile(tmp_path / "acme", key, url), session_id="acme-chat")
     theirs, _ = drive(write_profile(tmp_path / "globex", other_key, url), session_id="globex-chat")
@@ -509,7 +509,7 @@ def test_two_profiles_of_two_tenants_never_see_each_others_memories(
 
 
 def test_without_its_settings_the_provider_is_unavailable_and_setup_writes_them(
-    tmp_path: Path, monkeypatch, key: str
+    tmp_path: Path, monkeypatch, key: str, url: str
 ) -> None:
     from hermes_provider.provider import MnemosyneProvider
 
@@ -518,16 +518,61 @@ def test_without_its_settings_the_provider_is_unavailable_and_setup_writes_them(
     (home / "config.yaml").write_text("# mine\nmodel:\n  default: some-model\n")
     monkeypatch.setenv("HERMES_HOME", str(home))
     monkeypatch.delenv("MNEMOSYNE_API_KEY", raising=False)
-    monkeypatch.delenv("MNEMOSYNE_DATABASE_URL", raising=False)
+    monkeypatch.delenv("MNEMOSYNE_URL", raising=False)
     provider = MnemosyneProvider()
     assert provider.is_available() is False
     asked = {field["key"] for field in provider.get_config_schema()}
-    assert {"database_url", "api_key", "scope", "auto_extract", "budget"} <= asked
-    provider.save_config(
-        {"database_url": database_url(connection.settings_dict), "scope": "team:core"}, str(home)
-    )
+    assert {"url", "api_key", "scope", "auto_extract", "budget", "prefetch_timeout"} <= asked
+    assert "database_url" not in asked
+    provider.save_config({"url": url, "scope": "team:core"}, str(home))
     assert provider.is_available() is False  # still no key
     monkeypatch.setenv("MNEMOSYNE_API_KEY", key)  # a secret `hermes memory setup` put in .env
     assert provider.is_available() is True
     text = (home / "config.yaml").read_text()
     assert text.startswith("# mine\nmodel:\n  default: some-model\n") and "team:core" in text
+
+
+def test_the_profile_holds_the_servers_url_and_the_key_and_no_database_credential(
+    profile: Path, url: str, key: str
+) -> None:
+    from django.conf import settings
+    from django.db import connection
+
+    database = connection.settings_dict
+    section = yaml.safe_load((profile / "config.yaml").read_text())["plugins"]["mnemosyne"]
+    assert section == {"url": url, "api_key": key, "prefetch_timeout": 30}
+    secrets = [
+        "postgresql://",
+        "postgres://",
+        database["NAME"],
+        str(database.get("HOST") or "") or "no-host",
+        str(settings.MNEMOSYNE_MODEL_DIR),
+        settings.SECRET_KEY,
+    ]
+    if database.get("PASSWORD"):
+        secrets.append(database["PASSWORD"])
+    for path in profile.rglob("*"):
+        if path.is_file():
+            text = path.read_bytes().decode("utf-8", "replace")
+            for secret in secrets:
+                assert secret not in text, (path, secret)
+
+
+def test_a_profile_of_an_earlier_install_is_told_how_to_connect_again(
+    tmp_path: Path, drive, tenant, key: str, url: str
+) -> None:
+    from hermes_provider.config import update_config
+
+    home = write_profile(tmp_path / "old", key, url)
+    old = "postgresql://mnemosyne@/mnemosyne?host=/run/pg&port=5432"
+    update_config(home / "config.yaml", {"plugins.mnemosyne.database_url": old})
+    warnings: list[str] = []
+    manager, _ = drive(home, warning_callback=warnings.append)
+    assert any("database_url" in w and "mnemosyne hermes install --url" in w for w in warnings), (
+        warnings
+    )
+    assert manager.prefetch_all("anything") == ""
+    assert "Mnemosyne memory is off" in tool(manager, "fact_store", action="list")["error"]
+    manager.sync_all("hello", "hi", session_id="session-1")
+    manager.shutdown_all()
+    assert _turns(tenant) == []

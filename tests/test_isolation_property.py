@@ -16,7 +16,8 @@ from facts import selectors, services
 from facts.models import Fact
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
-from tenants.scope import all_tenants_scope
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
 from tenants.services import tenant_create
 
 ACTOR = Actor.job("property-test")
@@ -34,11 +35,14 @@ operations = st.one_of(
 
 
 def _all_rows() -> dict[int, tuple[Any, ...]]:
-    with all_tenants_scope("property test: snapshot every tenant's facts"):
-        return {
-            f.pk: (f.tenant_id, f.content, f.status, f.trust_score, f.helpful_count)
-            for f in Fact.objects.all_tenants()
-        }
+    rows = {}
+    for tenant_id in Tenant.objects.values_list("pk", flat=True):
+        with tenant_scope(tenant_id):
+            rows |= {
+                f.pk: (f.tenant_id, f.content, f.status, f.trust_score, f.helpful_count)
+                for f in Fact.objects.for_tenant(tenant_id)
+            }
+    return rows
 
 
 def _listed(tenant) -> list[int]:

@@ -104,10 +104,11 @@ def test_pin_puts_a_fact_first_in_the_known_facts_and_lists(tenant, owner_actor)
 
 
 def test_pin_through_the_api_the_tools_and_the_fact_page(world, owner, auditor) -> None:
-    from hermes_provider.tools import Binding as HermesBinding
-    from hermes_provider.tools import call
     from mcp_server.tools import Binding, tool_call
+    from memoryadmin.api.agent_tools import Binding as AgentBinding
+    from memoryadmin.api.agent_tools import fact_store
     from tenants.actors import Actor
+    from tenants.errors import InvalidInput
     from tenants.models import ApiKey
 
     client = signed_in(owner)
@@ -121,19 +122,17 @@ def test_pin_through_the_api_the_tools_and_the_fact_page(world, owner, auditor) 
 
     with tenant_scope(world.tenant):
         key = ApiKey.objects.for_tenant(world.tenant).get(name="hermes")
-    hermes = HermesBinding(
+    hermes = AgentBinding(
         tenant=world.tenant, actor=Actor.api_key(key), key_prefix=key.prefix, can_read=True,
         can_write=True, scope="", session_id="s1",
     )  # fmt: skip
-    added = json.loads(call(hermes, "fact_store", {"action": "add", "content": "Deploys need "
-                                                   "two approvals", "pin": True}))  # fmt: skip
+    added = fact_store(hermes, {"action": "add", "content": "Deploys need two approvals",
+                                "pin": True})  # fmt: skip
     assert fresh(world.tenant, Fact(pk=added["fact_id"])).pinned
-    json.loads(call(hermes, "fact_store", {"action": "update", "fact_id": added["fact_id"],
-                                           "pin": False}))  # fmt: skip
+    fact_store(hermes, {"action": "update", "fact_id": added["fact_id"], "pin": False})
     assert not fresh(world.tenant, Fact(pk=added["fact_id"])).pinned
-    assert "error" in json.loads(
-        call(hermes, "fact_store", {"action": "update", "fact_id": added["fact_id"], "pin": 3})
-    )
+    with pytest.raises(InvalidInput, match="true or false"):
+        fact_store(hermes, {"action": "update", "fact_id": added["fact_id"], "pin": 3})
     mcp = Binding(
         tenant=world.tenant, actor=Actor.api_key(key), rights=frozenset({"read", "write"})
     )
@@ -381,14 +380,3 @@ def test_deleting_a_tenant_takes_its_archives_too(
         record = tenant_delete(tenant=tenant, actor=system_actor, confirm="acme")
     assert record.counts["facts.Fact"] == 1 and record.counts["facts.RetentionRun"] == 1
     assert not (archives / str(tenant.pk)).exists()
-
-
-def test_a_bulk_import_sends_one_embedding_message(
-    tenant, owner_actor, django_capture_on_commit_callbacks
-) -> None:
-    lines = [json.dumps({"content": f"Imported note number {i}"}) for i in range(40)]
-    with django_capture_on_commit_callbacks() as callbacks:
-        report = services.fact_import(tenant=tenant, lines=lines, actor=owner_actor)
-    assert report.counts["added"] == 40
-    nudges = [c for c in callbacks if getattr(c, "embeds_tenant", None) == tenant.pk]
-    assert len(nudges) == 1  # one message for the tenant, not one per fact

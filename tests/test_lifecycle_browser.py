@@ -12,15 +12,16 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 from facts import services as fact_services  # noqa: E402
 from facts.models import Fact  # noqa: E402
 from tenants.scope import tenant_scope  # noqa: E402
-from tests.test_web_browser import Session, eager_tasks  # noqa: E402, F401
+from tests.test_web_browser import Session  # noqa: E402
+from tests.test_web_browser import eager_tasks as eager_tasks  # noqa: E402 - a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.mark.usefixtures("eager_tasks")
 def test_an_admin_pins_a_fact_and_runs_retention(
     browser,
     live_server,
-    eager_tasks,
     tenant,
     owner,
     system_actor,

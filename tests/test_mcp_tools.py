@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.tools import Binding, known_facts, tool_call, tools_for, within
+from mcp_server.tools import Binding, known_facts, tool_call, tools_for
 from tenants.actors import Actor
+from tenants.scope import scope_within as within
 
 pytestmark = pytest.mark.django_db
 

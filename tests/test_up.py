@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -141,8 +142,11 @@ def test_a_second_up_keeps_the_data_and_stop_ends_it(tmp_path: Path) -> None:
         assert "admin user created" not in again.output, "the first admin is created only once"
         assert "migrations: up to date" in again.output
         pids = _pids(home)
+        began = time.monotonic()
         stopped = _mnemosyne(home, "stop")
         assert stopped.returncode == 0, stopped.stderr
+        # The worker's main process alone gets the stop signal and ends its pool itself.
+        assert time.monotonic() - began < 20, "stop took too long"
         assert "Mnemosyne stopped." in stopped.stdout
         assert again.process.wait(timeout=30) == 0
     finally:

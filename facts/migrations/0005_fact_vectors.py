@@ -17,7 +17,8 @@ E5_MODEL = "multilingual-e5-small-int8"
 E5_INDEX = "factvector_hnsw_e2e54649b5e4"  # retrieval.vectors.index_name(E5_MODEL)
 
 COPY_VECTORS = """
-SELECT set_config('app.all_tenants', 'on', true);
+-- Both settings: the policies of a database made before tenants 0005 know only the first.
+SELECT set_config('app.all_tenants', 'on', true), set_config('app.cross_tenant', 'on', true);
 INSERT INTO facts_factvector (tenant_id, fact_id, model, dimension, embedding, created_at)
 SELECT tenant_id, id, embedding_model, vector_dims(embedding), embedding, now()
   FROM facts_fact WHERE embedding IS NOT NULL AND embedding_model <> '';
@@ -27,7 +28,7 @@ SELECT model, min(dimension), CASE WHEN model = 'multilingual-e5-small-int8' THE
        CASE WHEN row_number() OVER (ORDER BY count(*) DESC, model) = 1
             THEN 'serving' ELSE 'retired' END, now(), now(), NULL
   FROM facts_factvector GROUP BY model;
-SELECT set_config('app.all_tenants', 'off', true);
+SELECT set_config('app.all_tenants', 'off', true), set_config('app.cross_tenant', 'off', true);
 -- Check the copied rows' same-tenant keys now: an index cannot be built on a table with
 -- deferred checks pending.
 SET CONSTRAINTS ALL IMMEDIATE;

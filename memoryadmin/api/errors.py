@@ -6,9 +6,11 @@ Never a traceback: an unexpected exception is logged and answered with a plain 5
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy as _lazy
@@ -69,8 +71,32 @@ def _flatten(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
     return [{"field": prefix or None, "message": str(detail)}]
 
 
+# A database that cannot be reached answers 503 with this pause, on every surface.
+DATABASE_RETRY_AFTER_S = 5
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    """The exception means the database cannot be reached (down, restarting, connection lost),
+    not that a query was wrong."""
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def _database_unavailable_body() -> dict[str, Any]:
+    return error_body(
+        _("the database is unavailable; try again in a few seconds"), code="database_unavailable"
+    )
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     headers: dict[str, str] = {}
+    if database_unavailable(exc):
+        logger.warning("database unavailable: %s", str(exc).strip()[:300])
+        set_rollback()
+        return Response(
+            _database_unavailable_body(),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
+        )
     if isinstance(exc, InvalidInput):
         body = error_body(exc.message, code="invalid", field=exc.field)
         code = status.HTTP_400_BAD_REQUEST
@@ -134,6 +160,18 @@ def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    # Called while the exception is being handled: one that means "database down" is a 503.
+    if database_unavailable(sys.exc_info()[1]):
+        if _is_api(request):
+            response: HttpResponse = JsonResponse(_database_unavailable_body(), status=503)
+        else:
+            response = HttpResponse(
+                _("The database is unavailable; try again in a few seconds."),
+                status=503,
+                content_type="text/plain; charset=utf-8",
+            )
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER_S)
+        return response
     if _is_api(request):
         body = error_body(_("internal error; the server log has the details"), code="server_error")
         return JsonResponse(body, status=500)

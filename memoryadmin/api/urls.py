@@ -10,7 +10,7 @@ from csp.constants import NONCE, UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse
-from django.urls import URLPattern, URLResolver, include, path, register_converter
+from django.urls import URLPattern, URLResolver, include, path, re_path, register_converter
 from django.views.decorators.cache import cache_control
 from drf_spectacular.views import (
     SpectacularAPIView,
@@ -29,6 +29,7 @@ from facts.api import (
     FactViewSet,
 )
 from memoryadmin.api import schema as _schema  # noqa: F401 - registers the API-key scheme
+from memoryadmin.api.agent import AgentViewSet
 from retrieval.api import ContextViewSet, RecallViewSet
 from tenants.api import (
     ApiKeyViewSet,
@@ -181,6 +182,23 @@ def redoc_script(request: HttpRequest) -> HttpResponse:
     return HttpResponse(_redoc_script(), content_type="text/javascript; charset=utf-8")
 
 
+def _agent_routes() -> list[URLPattern]:
+    """A Hermes profile's requests (API keys only)."""
+    agent = AgentViewSet.as_view
+    return [
+        path("whoami", agent({"get": "whoami"}), name="agent-whoami"),
+        path("prompt", agent({"post": "prompt"}), name="agent-prompt"),
+        path("prefetch", agent({"post": "prefetch"}), name="agent-prefetch"),
+        path("writes", agent({"post": "writes"}), name="agent-writes"),
+        path("session-end", agent({"post": "session_end"}), name="agent-session-end"),
+        re_path(
+            r"^tools/(?P<tool>fact_store|fact_feedback)$",
+            agent({"post": "tool"}),
+            name="agent-tool",
+        ),
+    ]
+
+
 _tenant_detail = TenantDetailViewSet.as_view({"get": "retrieve", "patch": "partial_update"})
 
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -208,5 +226,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/tenants/<slug:tenant>/", include((_tenant_routes(), "api"), namespace="api")),
     # With an API key the tenant is the key's: the same endpoints without the tenant part.
     path("api/v1/tenant", _tenant_detail, name="api-key-tenant"),
+    path("api/v1/agent/", include((_agent_routes(), "agent"), namespace="agent")),
     path("api/v1/", include((_tenant_routes(), "api-key"), namespace="api-key")),
 ]

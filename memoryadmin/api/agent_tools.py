@@ -1,109 +1,39 @@
-"""The tools the model calls: `fact_store` and `fact_feedback`.
+"""What the agent endpoints do for a Hermes profile: the `fact_store` and `fact_feedback` tools,
+and the writes its local buffer sends (turns, facts, mirrored built-in memories, session ends).
 
-Argument names, enums and result shapes are those of Hermes' bundled holographic provider, so a
-profile can switch providers without the model (or its user) relearning anything. Extra optional
-arguments: `scope` (where to write, or the scope prefix to read) and `kind` (`fact` or `turn`).
+Argument names, enums and result shapes of the tools are those of Hermes' bundled holographic
+provider (schemas in `hermes_provider.schemas`), so a profile can switch providers without the
+model (or its user) relearning anything.
 
-These functions validate, call one service or selector, and format. They never raise: a bad
-argument is `{"error": "<argument>: <what is wrong>"}`. The tenant comes from the provider's API
-key and cannot be named by any argument.
+These functions validate, call one service or selector, and format. A bad argument raises
+InvalidInput naming it; a call the key may not make raises Refused. The tenant comes from the
+request's API key and cannot be named by any argument.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from facts.candidates import candidate_facts
+from facts.models import Fact
+from hermes_provider.schemas import (
+    ACTIONS,
+    CATEGORIES,
+    FACT,
+    FEEDBACK_ACTIONS,
+    KINDS,
+    MAX_LIMIT,
+    TURN,
+)
+from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.models import Tenant
 
-if TYPE_CHECKING:
-    # Models need Django configured, which the provider does at initialize, after this import.
-    from facts.models import Fact
-    from tenants.actors import Actor
-    from tenants.models import Tenant
-
-ACTIONS = ["add", "search", "probe", "related", "reason", "contradict", "update", "remove", "list"]
-FEEDBACK_ACTIONS = ["helpful", "unhelpful"]
-CATEGORIES = ["user_pref", "project", "tool", "general"]  # facts.models.Category
-FACT, TURN = "fact", "turn"  # facts.models.Kind
-KINDS = [FACT, TURN]
-MAX_LIMIT = 100
-
-FACT_STORE_SCHEMA: dict[str, Any] = {
-    "name": "fact_store",
-    "description": (
-        "Long-term memory shared by your team (Mnemosyne): curated facts and past "
-        "conversation turns, in any language.\n\n"
-        "ACTIONS:\n"
-        "• add — Store a fact the user would expect you to remember.\n"
-        "• search — Find memories by meaning and keywords ('editor config', '部署流程').\n"
-        "• probe — Entity recall: ALL facts about a person/thing.\n"
-        "• related — What connects to an entity? Facts linking it to others, and theirs.\n"
-        "• reason — Facts connected to MULTIPLE entities at once.\n"
-        "• contradict — Memory hygiene: pairs of facts that may make conflicting claims.\n"
-        "• update/remove/list — CRUD operations.\n\n"
-        "IMPORTANT: Before answering questions about the user or the team, search or probe first."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "action": {"type": "string", "enum": ACTIONS},
-            "content": {"type": "string", "description": "Fact content (required for 'add')."},
-            "query": {"type": "string", "description": "Search query (required for 'search')."},
-            "entity": {"type": "string", "description": "Entity name for 'probe'/'related'."},
-            "entities": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Entity names for 'reason'.",
-            },
-            "fact_id": {"type": "integer", "description": "Fact ID for 'update'/'remove'."},
-            "category": {"type": "string", "enum": CATEGORIES},
-            "tags": {"type": "string", "description": "Comma-separated tags."},
-            "trust_delta": {"type": "number", "description": "Trust adjustment for 'update'."},
-            "pin": {
-                "type": "boolean",
-                "description": "Optional for 'add'/'update': true = always remember this fact "
-                "(it leads the known facts and is never archived); false = unpin.",
-            },
-            "min_trust": {"type": "number", "description": "Minimum trust filter (default: 0.3)."},
-            "limit": {"type": "integer", "description": "Max results (default: 10)."},
-            "scope": {
-                "type": "string",
-                "description": "Optional scope path like 'user:alice/project:beta': where 'add' "
-                "stores, the prefix other actions read (default: this profile's scope).",
-            },
-            "kind": {
-                "type": "string",
-                "enum": KINDS,
-                "description": "Optional: 'fact' (curated statements) or 'turn' (conversation "
-                "turns). Default: both for 'search', facts for 'list'.",
-            },
-        },
-        "required": ["action"],
-    },
-}
-
-FACT_FEEDBACK_SCHEMA: dict[str, Any] = {
-    "name": "fact_feedback",
-    "description": (
-        "Rate a fact after using it. Mark 'helpful' if accurate, 'unhelpful' if outdated. "
-        "This trains the memory — good facts rise, bad facts sink."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "action": {"type": "string", "enum": FEEDBACK_ACTIONS},
-            "fact_id": {"type": "integer", "description": "The fact ID to rate."},
-        },
-        "required": ["action", "fact_id"],
-    },
-}
-
-TOOL_SCHEMAS = [FACT_STORE_SCHEMA, FACT_FEEDBACK_SCHEMA]
-TOOL_NAMES = {schema["name"] for schema in TOOL_SCHEMAS}
+HERMES_MEMORY_TAG = "hermes-memory"
+WRITE_OPS = ("turn", "fact", "memory", "session_end")
 
 
 class Refused(Exception):
@@ -112,7 +42,7 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Binding:
-    """Who the provider acts for: fixed by the API key at initialize, never by arguments."""
+    """Who the profile acts for: the request's API key, with the profile's scope and session."""
 
     tenant: Tenant  # with the profile's setting overrides applied (never saved)
     actor: Actor
@@ -469,20 +399,140 @@ HANDLERS: dict[str, Callable[[Binding, dict[str, Any]], dict[str, Any]]] = {
 }
 
 
-def error(message: str) -> str:
-    return json.dumps({"error": message}, ensure_ascii=False)
+def _said(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    said = payload.get("said")
+    if not isinstance(said, list) or not all(
+        isinstance(pair, list | tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        for pair in said
+    ):
+        raise InvalidInput("said", "must be a list of [speaker, text] pairs")
+    return [(speaker, text) for speaker, text in said]
 
 
-def call(binding: Binding, tool_name: str, args: Any) -> str:
-    """Run one tool call; always a JSON string. Database outages are the caller's to report."""
-    handler = HANDLERS.get(tool_name)
-    if handler is None:
-        return error(f"unknown tool {tool_name!r}; this provider has {', '.join(sorted(HANDLERS))}")
-    if not isinstance(args, dict):
-        return error("arguments must be a JSON object")
+def _payload_text(payload: dict[str, Any], name: str) -> str:
+    value = payload.get(name) or ""
+    if not isinstance(value, str):
+        raise InvalidInput(name, "must be text")
+    return value.strip()
+
+
+def _at(payload: dict[str, Any]) -> datetime | None:
+    value = payload.get("at")
+    if value is None:
+        return None
     try:
-        return json.dumps(handler(binding, args), ensure_ascii=False, default=str)
-    except InvalidInput as problem:
-        return error(f"{problem.field}: {problem.message}")
-    except Refused as refusal:
-        return error(str(refusal))
+        return datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise InvalidInput("at", "must be an ISO 8601 date and time") from None
+
+
+def _write_turn(binding: Binding, key: str, payload: dict[str, Any]) -> None:
+    from facts.services import fact_add
+
+    at = _at(payload)
+    for index, (speaker, text) in enumerate(_said(payload)):
+        if not text.strip():
+            continue
+        fact_add(
+            tenant=binding.tenant,
+            actor=binding.actor,
+            content=text,
+            kind=TURN,
+            session_id=_payload_text(payload, "session_id") or binding.session_id or "hermes",
+            speaker=speaker,
+            scope=payload.get("scope") or binding.scope,
+            metadata=payload.get("metadata"),
+            created_at=at,
+            idempotency_key=f"{key}:{index}",
+        )
+
+
+def _write_fact(binding: Binding, key: str, payload: dict[str, Any]) -> None:
+    from facts.services import fact_add
+
+    fact_add(
+        tenant=binding.tenant,
+        actor=binding.actor,
+        content=_payload_text(payload, "content"),
+        category=payload.get("category"),
+        tags=payload.get("tags"),
+        scope=payload.get("scope") or binding.scope,
+        metadata=payload.get("metadata"),
+        idempotency_key=key,
+    )
+
+
+def _write_memory(binding: Binding, key: str, payload: dict[str, Any]) -> None:
+    """Mirror a write of Hermes' built-in memory tool: add, replace or remove an entry."""
+    from facts.services import fact_add, fact_remove
+    from retrieval.search import recall_search
+
+    action = payload.get("action")
+    if action not in ("add", "replace", "remove"):
+        raise InvalidInput("action", "must be one of add, replace, remove")
+    target = _payload_text(payload, "target") or "memory"
+    old_text = _payload_text(payload, "old_text")
+    content = _payload_text(payload, "content")
+    if action in ("replace", "remove") and old_text:
+        # Hermes names the old entry by a piece of its text: find the mirrored facts that
+        # contain it.
+        hits = recall_search(
+            tenant=binding.tenant, query=old_text, k=20, kind=FACT, min_trust=0
+        ).hits
+        for hit in hits:
+            fact = hit.fact
+            if HERMES_MEMORY_TAG in fact.tags and old_text in fact.content:
+                fact_remove(tenant=binding.tenant, fact_id=fact.pk, actor=binding.actor)
+    if action in ("add", "replace") and content:
+        fact_add(
+            tenant=binding.tenant,
+            actor=binding.actor,
+            content=content,
+            category="user_pref" if target == "user" else "general",
+            tags=[HERMES_MEMORY_TAG, target],
+            scope=payload.get("scope") or binding.scope,
+            metadata={"source": "hermes-memory", "target": target},
+            idempotency_key=key,
+        )
+
+
+def session_end(binding: Binding, key: str, said: list[str], session_id: str) -> int:
+    """Auto-extraction at the end of a session: the candidate facts in what the user said,
+    stored once each (a re-sent key stores nothing new). Returns how many candidates."""
+    from facts.services import fact_add
+
+    candidates = candidate_facts(said)
+    for index, candidate in enumerate(candidates):
+        fact_add(
+            tenant=binding.tenant,
+            actor=binding.actor,
+            content=candidate.content,
+            category=candidate.category,
+            tags=["auto-extracted"],
+            scope=binding.scope,
+            metadata={"source": "auto-extract", "rule": candidate.rule, "session_id": session_id},
+            idempotency_key=f"{key}:{index}",
+        )
+    return len(candidates)
+
+
+def _write_session_end(binding: Binding, key: str, payload: dict[str, Any]) -> None:
+    said = payload.get("said")
+    if not isinstance(said, list) or not all(isinstance(text, str) for text in said):
+        raise InvalidInput("said", "must be a list of texts")
+    session_end(binding, key, said, _payload_text(payload, "session_id") or binding.session_id)
+
+
+_WRITES: dict[str, Callable[[Binding, str, dict[str, Any]], None]] = {
+    "turn": _write_turn,
+    "fact": _write_fact,
+    "memory": _write_memory,
+    "session_end": _write_session_end,
+}
+
+
+def agent_write(binding: Binding, *, op: str, key: str, payload: dict[str, Any]) -> None:
+    """One buffered write, exactly once: its idempotency key goes with every fact it stores."""
+    if not binding.can_write:
+        raise Refused("this profile's API key is read-only: it may not change memories")
+    _WRITES[op](binding, key, payload)

@@ -1,0 +1,51 @@
+"""Embedding is nudged once per tenant and transaction, not once per fact: a bulk import must
+not flood the broker (each message waits its turn, heartbeats included)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from facts.services import fact_add, fact_import
+
+pytestmark = pytest.mark.django_db
+
+
+def _embedding_nudges(callbacks: list) -> list[int]:
+    return [c.embeds_tenant for c in callbacks if hasattr(c, "embeds_tenant")]
+
+
+def test_an_import_of_many_lines_sends_one_embedding_message(
+    tenant, system_actor, django_capture_on_commit_callbacks
+) -> None:
+    lines = [json.dumps({"content": f"the ferry leaves at {h}:00 on day {h}"}) for h in range(40)]
+    with django_capture_on_commit_callbacks() as callbacks:
+        report = fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    assert report.counts["added"] == 40
+    assert _embedding_nudges(callbacks) == [tenant.pk]
+
+
+def test_two_tenants_in_one_transaction_get_one_message_each(
+    tenant, other_tenant, system_actor, django_capture_on_commit_callbacks
+) -> None:
+    from django.db import transaction
+
+    from tenants.scope import tenant_scope
+
+    with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
+        for owner in (tenant, other_tenant, tenant):
+            with tenant_scope(owner):
+                fact_add(tenant=owner, actor=system_actor, content=f"{owner.slug} likes tea")
+    assert sorted(_embedding_nudges(callbacks)) == sorted([tenant.pk, other_tenant.pk])
+
+
+def test_a_refused_line_does_not_take_the_message_of_the_others_with_it(
+    tenant, system_actor, django_capture_on_commit_callbacks
+) -> None:
+    # The first line's savepoint is rolled back; the nudge of the second must still be sent.
+    lines = ['{"content": ""}', json.dumps({"content": "the harbour opens at six"})]
+    with django_capture_on_commit_callbacks() as callbacks:
+        report = fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    assert [line.status for line in report.lines] == ["error", "added"]
+    assert _embedding_nudges(callbacks) == [tenant.pk]
