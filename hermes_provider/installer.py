@@ -290,10 +290,13 @@ def main(argv: list[str]) -> int:
         description="Connect a Hermes Agent profile to Mnemosyne (install), or disconnect it "
         "(uninstall).",
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="install|uninstall")
+    actions = parser.add_subparsers(
+        dest="action", required=True, metavar="install|uninstall|import"
+    )
     for name, text in (
         ("install", "write the plugin into the profile and point its config.yaml at Mnemosyne"),
         ("uninstall", "remove the plugin and Mnemosyne's settings from the profile"),
+        ("import", "send the profile's memories (memory_store.db, MEMORY.md, USER.md)"),
     ):
         sub = actions.add_parser(name, help=text, description=text)
         sub.add_argument(
@@ -302,7 +305,7 @@ def main(argv: list[str]) -> int:
             default=None,
             help="the profile's HERMES_HOME (default: $HERMES_HOME, else ~/.hermes)",
         )
-        if name == "install":
+        if name in ("install", "import"):
             sub.add_argument(
                 "--url", required=True, help="the Mnemosyne server, e.g. http://127.0.0.1:8000"
             )
@@ -311,6 +314,12 @@ def main(argv: list[str]) -> int:
                 "--scope", help="scope the profile writes to and reads, e.g. project:beta"
             )
             sub.add_argument("--ca-file", help="the CA of a server with a private TLS certificate")
+            sub.add_argument(
+                "--import-memories", choices=["ask", "yes", "no"],
+                default="ask" if name == "install" else "yes",
+                help="bring along the profile's existing memories (install's default: ask in "
+                "a terminal, else only say how)",
+            )  # fmt: skip
     options = parser.parse_args(argv)
     home = options.hermes_home or default_hermes_home()
     say = print
@@ -324,9 +333,49 @@ def main(argv: list[str]) -> int:
                 ca_file=options.ca_file,
                 say=say,
             )
-        else:
+        if options.action in ("install", "import"):
+            offer_memory_import(home, options, say)
+        if options.action == "uninstall":
             uninstall(hermes_home=home, say=say)
     except InstallError as problem:
         print(f"mnemosyne hermes: {problem}", file=sys.stderr)
         return 1
     return 0
+
+
+def offer_memory_import(home: Path, options: argparse.Namespace, say: Callable[[str], None]) -> int:
+    """Count what the profile remembers, ask (or follow --import-memories), send it to the
+    server's `facts/import` with the key, and say how many came. Returns how many were added."""
+    from hermes_provider.memories import ImportFailed, memories_send, profile_memories
+
+    try:
+        found = profile_memories(home.expanduser())
+    except ImportFailed as problem:
+        raise InstallError(str(problem)) from None
+    choice = options.import_memories
+    if not found:
+        if options.action == "import":
+            say("No memories to import in this profile.")
+        return 0
+    listed = ", ".join(f"{len(lines)} in {source}" for source, lines in found.items())
+    if choice == "ask":
+        if not sys.stdin.isatty():
+            say(f"This profile remembers {listed}; bring them along with "
+                f"`mnemosyne hermes import --url ... --api-key ...`.")  # fmt: skip
+            return 0
+        answer = input(f"This profile remembers {listed}. Import them into Mnemosyne? [Y/n] ")
+        choice = "no" if answer.strip().lower() in ("n", "no") else "yes"
+    if choice == "no":
+        return 0
+    lines = [line for source in found.values() for line in source]
+    try:
+        counts = memories_send(
+            url=options.url, api_key=options.api_key, lines=lines,
+            scope=(options.scope or "").strip().strip("/") or None, ca_file=options.ca_file or "",
+        )  # fmt: skip
+    except ImportFailed as problem:
+        raise InstallError(str(problem)) from None
+    say(f"Imported {counts['added']} of the profile's {len(lines)} memories "
+        f"({counts['exists']} were there already, {counts['error']} refused) from "
+        f"{', '.join(found)}.")  # fmt: skip
+    return counts["added"]
