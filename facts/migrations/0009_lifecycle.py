@@ -143,7 +143,33 @@ BEGIN
 END $$"""
 
 
+# tenants 0005's mnemosyne_tenant_delete looked for tables in current_schema(), which inside a
+# function whose search_path starts with pg_catalog is pg_catalog: it found none, deleted only
+# the tenant row, and the commit failed on the tenant's rows left behind. The same function,
+# looking in the schema its search_path resolves tables in (public).
+TENANT_DELETE = f"""
+CREATE OR REPLACE FUNCTION mnemosyne_tenant_delete(doomed bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE {DEFINER} AS $$
+DECLARE t text;
+BEGIN
+  PERFORM set_config('app.cross_tenant', 'on', true);
+  PERFORM set_config('app.deleting_tenant', doomed::text, true);
+  FOR t IN SELECT c.table_name FROM information_schema.columns c
+            JOIN information_schema.tables r
+              ON r.table_schema = c.table_schema AND r.table_name = c.table_name
+           WHERE c.table_schema = 'public' AND c.column_name = 'tenant_id'
+             AND r.table_type = 'BASE TABLE' LOOP
+    EXECUTE format('DELETE FROM %I WHERE tenant_id = $1', t) USING doomed;
+  END LOOP;
+  DELETE FROM tenants_tenant WHERE id = doomed;
+  PERFORM set_config('app.deleting_tenant', '', true);
+  PERFORM set_config('app.cross_tenant', 'off', true);
+END $$"""
+
+
 Migration.operations += [
+    migrations.RunSQL(sql=TENANT_DELETE, reverse_sql=migrations.RunSQL.noop),
     tenant_rls("facts_retentionrun"),
     migrations.RunSQL(sql=[REDACT_FUNCTION, APPEND_ONLY_FUNCTION], reverse_sql=migrations.RunSQL.noop),
     migrations.RunSQL(
