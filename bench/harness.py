@@ -38,25 +38,24 @@ def bench_database() -> Iterator[None]:
     from django.db import connection
 
     from memoryadmin.embedded_db import server_for_home
+    from memoryadmin.roles import as_owner
 
     server = server_for_home(settings.MNEMOSYNE_HOME) if settings.MNEMOSYNE_EMBEDDED_DB else None
     if server is not None:
         server.start()
-    from memoryadmin.roles import connect_as, owner_credentials, runtime_credentials
 
     old_name = connection.settings_dict["NAME"]
     try:
         progress("preparing a fresh database")
-        # Made and migrated by the owner role (as `mnemosyne migrate` does); the benchmark then
-        # runs as the runtime role, as web processes and workers do.
-        connect_as(owner_credentials())
-        connection.creation.create_test_db(verbosity=0, autoclobber=True)
-        connect_as(runtime_credentials())
+        # Made, migrated and dropped by the owner role; the bench runs as the runtime role, as
+        # web processes and workers do (load steps that build indexes or ANALYZE use as_owner).
+        with as_owner():
+            connection.creation.create_test_db(verbosity=0, autoclobber=True)
         try:
             yield
         finally:
-            connect_as(owner_credentials())
-            connection.creation.destroy_test_db(old_name, verbosity=0)
+            with as_owner():
+                connection.creation.destroy_test_db(old_name, verbosity=0)
     finally:
         if server is not None:
             from django.db import connections

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -48,7 +49,8 @@ recalled = provider.prefetch(os.environ["BENCH_QUESTION"])
 ready = time.monotonic() - started
 loaded = sorted(m for m in ("django", "onnxruntime", "psycopg", "tokenizers") if m in sys.modules)
 print(json.dumps({"ready_s": ready, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                  / 1024, "recalled": bool(recalled and prompt), "loaded": loaded}), flush=True)
+                  / 1024, "recalled": os.environ["BENCH_FACT"] in prompt + recalled,
+                  "loaded": loaded}), flush=True)
 provider.shutdown()
 os._exit(0)
 """
@@ -68,6 +70,7 @@ def _before_tree(rev: str, into: Path) -> Path:
         ["git", "archive", rev, "hermes_provider"],  # noqa: S607
         cwd=REPO, capture_output=True, check=True,
     ).stdout  # fmt: skip
+    into.mkdir(parents=True, exist_ok=True)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)  # noqa: S603, S607
     progress(f"the earlier provider: hermes_provider at {rev}")
     return into
@@ -80,6 +83,7 @@ def _run_child(path: list[Path], config: dict[str, Any], home: Path) -> dict[str
         BENCH_CONFIG=json.dumps(config),
         BENCH_HOME=str(home),
         BENCH_QUESTION=QUESTION,
+        BENCH_FACT=FACTS[0],
     )
     for name in ("DATABASE_URL", "MNEMOSYNE_HOME", "MNEMOSYNE_MODEL_DIR", "SECRET_KEY"):
         env.pop(name, None)
@@ -174,6 +178,7 @@ def main() -> None:
     parser.add_argument("--before", default="", help="git revision of the earlier provider")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     with bench_database():
         figures = run(args.runs, args.before)
     report(figures)

@@ -131,8 +131,8 @@ def facts_purge(
     ids = [f.pk for f in facts]
     Fact.objects.for_tenant(tenant).filter(pk__in=ids).delete()
     with connection.cursor() as cursor:
-        # The owner's function: the runtime role may not UPDATE the audit trail itself.
-        cursor.execute("SELECT mnemosyne_fact_events_redact(%s, %s)", [tenant.pk, ids])
+        # The owner's function: the runtime role may not change the audit trail itself.
+        cursor.execute("SELECT mnemosyne_factevent_redact(%s)", [ids])
     now = timezone.now()
     FactEvent.objects.bulk_create(
         FactEvent(

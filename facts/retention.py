@@ -339,15 +339,37 @@ def retention_run_fail(*, tenant: Tenant, run_id: int, error: str) -> None:
 def retention_sweep(*, now: datetime | None = None) -> list[tuple[int, int]]:
     """Beat's check: start a run for every tenant whose policy's interval has passed since its
     last scheduled run; send again runs whose message was lost (queued for a minute) or whose
-    worker died (lease expired). Returns the (tenant id, run id) pairs to send. Reads across
-    tenants through the owner's narrow function `mnemosyne_retention_due`."""
+    worker died (lease expired). Returns the (tenant id, run id) pairs to send. Each tenant is
+    looked at in its own scope (the runtime role sees one tenant at a time)."""
     now = now or timezone.now()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT tenant_id, run_id FROM mnemosyne_retention_due(%s)", [now])
-        rows = cursor.fetchall()
-    todo = [(tenant_id, run_id) for tenant_id, run_id in rows if run_id is not None]
-    due = [tenant_id for tenant_id, run_id in rows if run_id is None]
-    for tenant in Tenant.objects.filter(pk__in=due):
+    todo: list[tuple[int, int]] = []
+    for tenant in Tenant.objects.order_by("pk"):
+        with tenant_scope(tenant):
+            runs = RetentionRun.objects.for_tenant(tenant).filter(dry_run=False)
+            stale = list(
+                runs.filter(
+                    Q(status=RunStatus.QUEUED, created_at__lt=now - timedelta(minutes=1))
+                    | Q(status=RunStatus.RUNNING, lease_until__lt=now)
+                ).values_list("pk", flat=True)
+            )
+            todo += [(tenant.pk, pk) for pk in stale]
+            if stale or runs.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists():
+                continue
+            hours = (
+                RetentionPolicy.objects.for_tenant(tenant)
+                .values_list("run_every_hours", flat=True)
+                .first()
+            )
+            if hours is None:
+                continue
+            last = (
+                runs.filter(trigger="schedule")
+                .order_by("-created_at")
+                .values_list("created_at", flat=True)
+                .first()
+            )
+            if last is not None and last + timedelta(hours=hours) > now:
+                continue
         run, created = retention_run_start(tenant=tenant, actor=JOB, trigger="schedule")
         if created:
             todo.append((tenant.pk, run.pk))

@@ -124,6 +124,8 @@ class FactExportPage(TenantPage):
     """Every fact the browser's filters match (not its search), as CSV or JSON Lines; the
     copy is recorded in the audit log."""
 
+    reads_replica = False  # it records the export in the audit log
+
     def get(self, request: HttpRequest) -> HttpResponse:
         form = query_form(FactFilterForm, request.GET)
         chosen = request.GET.get("format", "csv")
@@ -523,6 +525,8 @@ class AuditPage(TenantPage):
 @tenant_page("audit/export.csv", name="audit_export", section="audit")
 class AuditExportPage(TenantPage):
     """Every event the filters match, as CSV; taking a copy is itself recorded."""
+
+    reads_replica = False  # it records the export in the audit log
 
     def get(self, request: HttpRequest) -> HttpResponse:
         form = query_form(AuditFilterForm, request.GET)

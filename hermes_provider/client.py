@@ -77,11 +77,21 @@ class AgentClient:
         )
 
     def call(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, timeout: float
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        timeout: float,
+        files: dict[str, Any] | None = None,
     ) -> Any:
-        """The JSON answer of one request, or one of this module's exceptions."""
+        """The JSON answer of one request (a JSON `body`, or a multipart upload of `files`
+        with `body` as its fields), or one of this module's exceptions."""
         try:
-            response = self._http.request(method, path, json=body, timeout=timeout)
+            if files:
+                response = self._http.request(method, path, data=body, files=files, timeout=timeout)
+            else:
+                response = self._http.request(method, path, json=body, timeout=timeout)
         except httpx.TimeoutException:
             raise Unreachable(f"{self.url} did not answer within {timeout:g} s") from None
         except httpx.HTTPError as error:

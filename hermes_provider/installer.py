@@ -1,4 +1,5 @@
-"""`mnemosyne hermes install` / `uninstall`: connect a Hermes profile to Mnemosyne, or undo it.
+"""`mnemosyne hermes install` / `uninstall` / `import`: connect a Hermes profile to Mnemosyne,
+undo it, or bring along what it remembers (hermes_provider.memories).
 
 Install first asks the server who the API key is (`/api/v1/agent/whoami`) and stops, changing
 nothing, when the server does not answer or refuses the key. It writes
@@ -284,11 +285,13 @@ def uninstall(*, hermes_home: Path, say: Callable[[str], None]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`mnemosyne hermes install|uninstall ...` (no Django, no database)."""
+    """`mnemosyne hermes install|uninstall|import ...` (no Django, no database)."""
+    from hermes_provider.memories import ImportFailed, offer_import, profile_import, summary
+
     parser = argparse.ArgumentParser(
         prog="mnemosyne hermes",
-        description="Connect a Hermes Agent profile to Mnemosyne (install), or disconnect it "
-        "(uninstall).",
+        description="Connect a Hermes Agent profile to Mnemosyne (install), disconnect it "
+        "(uninstall), or bring along what it remembers (import).",
     )
     actions = parser.add_subparsers(
         dest="action", required=True, metavar="install|uninstall|import"
@@ -296,7 +299,7 @@ def main(argv: list[str]) -> int:
     for name, text in (
         ("install", "write the plugin into the profile and point its config.yaml at Mnemosyne"),
         ("uninstall", "remove the plugin and Mnemosyne's settings from the profile"),
-        ("import", "send the profile's memories (memory_store.db, MEMORY.md, USER.md)"),
+        ("import", "import the profile's memories (memory_store.db, MEMORY.md, USER.md)"),
     ):
         sub = actions.add_parser(name, help=text, description=text)
         sub.add_argument(
@@ -314,14 +317,16 @@ def main(argv: list[str]) -> int:
                 "--scope", help="scope the profile writes to and reads, e.g. project:beta"
             )
             sub.add_argument("--ca-file", help="the CA of a server with a private TLS certificate")
+        if name == "install":
             sub.add_argument(
-                "--import-memories", choices=["ask", "yes", "no"],
-                default="ask" if name == "install" else "yes",
-                help="bring along the profile's existing memories (install's default: ask in "
-                "a terminal, else only say how)",
-            )  # fmt: skip
+                "--import-memories",
+                choices=["ask", "yes", "no"],
+                default="ask",
+                help="bring along the profile's existing memories (default: ask when run in a "
+                "terminal, else say how)",
+            )
     options = parser.parse_args(argv)
-    home = options.hermes_home or default_hermes_home()
+    home = (options.hermes_home or default_hermes_home()).expanduser()
     say = print
     try:
         if options.action == "install":
@@ -333,49 +338,28 @@ def main(argv: list[str]) -> int:
                 ca_file=options.ca_file,
                 say=say,
             )
-        if options.action in ("install", "import"):
-            offer_memory_import(home, options, say)
-        if options.action == "uninstall":
+            offer_import(
+                url=options.url.strip().rstrip("/"),
+                api_key=options.api_key.strip(),
+                hermes_home=home,
+                scope=options.scope,
+                ca_file=options.ca_file or "",
+                choice=options.import_memories,
+                say=say,
+            )
+        elif options.action == "import":
+            say(f"Importing the memories of the Hermes profile in {home}")
+            result = profile_import(
+                url=options.url.strip().rstrip("/"),
+                api_key=options.api_key.strip(),
+                hermes_home=home,
+                scope=options.scope,
+                ca_file=options.ca_file or "",
+            )
+            say(summary(result))
+        else:
             uninstall(hermes_home=home, say=say)
-    except InstallError as problem:
+    except (InstallError, ImportFailed) as problem:
         print(f"mnemosyne hermes: {problem}", file=sys.stderr)
         return 1
     return 0
-
-
-def offer_memory_import(home: Path, options: argparse.Namespace, say: Callable[[str], None]) -> int:
-    """Count what the profile remembers, ask (or follow --import-memories), send it to the
-    server's `facts/import` with the key, and say how many came. Returns how many were added."""
-    from hermes_provider.memories import ImportFailed, memories_send, profile_memories
-
-    try:
-        found = profile_memories(home.expanduser())
-    except ImportFailed as problem:
-        raise InstallError(str(problem)) from None
-    choice = options.import_memories
-    if not found:
-        if options.action == "import":
-            say("No memories to import in this profile.")
-        return 0
-    listed = ", ".join(f"{len(lines)} in {source}" for source, lines in found.items())
-    if choice == "ask":
-        if not sys.stdin.isatty():
-            say(f"This profile remembers {listed}; bring them along with "
-                f"`mnemosyne hermes import --url ... --api-key ...`.")  # fmt: skip
-            return 0
-        answer = input(f"This profile remembers {listed}. Import them into Mnemosyne? [Y/n] ")
-        choice = "no" if answer.strip().lower() in ("n", "no") else "yes"
-    if choice == "no":
-        return 0
-    lines = [line for source in found.values() for line in source]
-    try:
-        counts = memories_send(
-            url=options.url, api_key=options.api_key, lines=lines,
-            scope=(options.scope or "").strip().strip("/") or None, ca_file=options.ca_file or "",
-        )  # fmt: skip
-    except ImportFailed as problem:
-        raise InstallError(str(problem)) from None
-    say(f"Imported {counts['added']} of the profile's {len(lines)} memories "
-        f"({counts['exists']} were there already, {counts['error']} refused) from "
-        f"{', '.join(found)}.")  # fmt: skip
-    return counts["added"]

@@ -1,125 +1,126 @@
-"""What a Hermes profile already remembers, read on the profile's machine and sent to Mnemosyne's
-`facts/import` (JSON Lines) with the profile's key: no database, no Django.
+"""Bringing along what a Hermes profile already remembers: `mnemosyne hermes import`, and the
+offer `mnemosyne hermes install` makes.
 
-- the holographic provider's `memory_store.db` (SQLite, read-only): each fact with its category,
-  tags, trust and time; its helpful and retrieval counts and entity names go into the metadata
-  (the server links entities with its own extractor);
-- Hermes' built-in `memories/MEMORY.md` (the agent's notes: general facts tagged `memory`) and
-  `memories/USER.md` (what it knows about the user: preferences tagged `user`), entries separated
-  by a line holding only "§" (hermes-agent's tools/memory_tool.py).
-
-The import is idempotent: a fact the tenant already has (same scope and text) counts as there.
+The profile's holographic `memory_store.db` and Hermes' built-in `memories/MEMORY.md` and
+`memories/USER.md` are counted here and sent to the server (`/api/v1/agent/profile-import`),
+which imports them into the key's tenant (facts.importers: trust, tags, counts and entities come
+along; importing twice adds nothing). No Django and no database on this side.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any
 
-import httpx
+from hermes_provider.client import AgentClient, KeyRefused, Rejected, Unreachable
 
-from hermes_provider.client import tls_verify
-
-CATEGORIES = ("user_pref", "project", "tool", "general")
-MEMORY_FILES = {"MEMORY.md": ("general", "memory"), "USER.md": ("user_pref", "user")}
-ENTRY_DELIMITER = "\n§\n"
-BATCH = 5000  # lines per request (the server takes up to 10,000)
+# The upload's field for each file, and where it lives in a Hermes home.
+FILES = {
+    "memory_store": "memory_store.db",
+    "memory_md": "memories/MEMORY.md",
+    "user_md": "memories/USER.md",
+}
+ENTRY_DELIMITER = "\n§\n"  # Hermes' tools/memory_tool.py
+IMPORT_TIMEOUT_S = 300.0
 
 
 class ImportFailed(Exception):
-    pass
+    """The memories did not come along; the message says why."""
 
 
-def _holographic(path: Path) -> list[dict[str, Any]]:
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            db.row_factory = sqlite3.Row
-            facts = [dict(row) for row in db.execute("SELECT * FROM facts ORDER BY fact_id")]
-            names: dict[int, list[str]] = {}
-            for fact_id, name in db.execute(
-                "SELECT fe.fact_id, e.name FROM fact_entities fe "
-                "JOIN entities e ON e.entity_id = fe.entity_id ORDER BY e.entity_id"
-            ):
-                names.setdefault(fact_id, []).append(name)
-    except sqlite3.Error as error:
-        raise ImportFailed(f"{path} is not a holographic memory store ({error})") from None
-    lines = []
-    for row in facts:
-        tags = [t.strip() for t in str(row.get("tags") or "").split(",") if t.strip()]
-        line: dict[str, Any] = {
-            "content": row["content"],
-            "tags": tags[:20],
-            "metadata": {
-                "imported_from": "holographic",
-                "holographic_id": row["fact_id"],
-                "helpful_count": row.get("helpful_count") or 0,
-                "retrieval_count": row.get("retrieval_count") or 0,
-                "entities": names.get(row["fact_id"], []),
-            },
-        }
-        if row.get("category") in CATEGORIES:
-            line["category"] = row["category"]
-        if row.get("trust_score") is not None:
-            line["trust"] = min(1.0, max(0.0, float(row["trust_score"])))
-        if row.get("created_at"):
-            line["created_at"] = str(row["created_at"]).replace(" ", "T")
-        lines.append(line)
-    return lines
-
-
-def _memory_file(path: Path, category: str, tag: str) -> list[dict[str, Any]]:
-    raw = path.read_text(encoding="utf-8")
-    return [
-        {"content": entry.strip(), "category": category, "tags": [tag],
-         "metadata": {"imported_from": f"hermes {path.name}"}}
-        for entry in raw.split(ENTRY_DELIMITER) if entry.strip()
-    ]  # fmt: skip
-
-
-def profile_memories(hermes_home: Path) -> dict[str, list[dict[str, Any]]]:
-    """The profile's memories by source, as `facts/import` lines (empty sources left out)."""
-    found: dict[str, list[dict[str, Any]]] = {}
-    store = hermes_home / "memory_store.db"
+def profile_memories(hermes_home: Path) -> dict[str, int]:
+    """Entries per file the profile holds, e.g. {"memory_store.db": 3, "MEMORY.md": 2}."""
+    found: dict[str, int] = {}
+    store = hermes_home / FILES["memory_store"]
     if store.is_file():
-        found["memory_store.db"] = _holographic(store)
-    for name, (category, tag) in MEMORY_FILES.items():
-        path = hermes_home / "memories" / name
-        if path.is_file() and (lines := _memory_file(path, category, tag)):
-            found[name] = lines
-    return {source: lines for source, lines in found.items() if lines}
+        try:
+            with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as db:
+                count = db.execute("SELECT count(*) FROM facts").fetchone()[0]
+        except sqlite3.Error:
+            count = 0  # not a holographic store: nothing of it comes along
+        if count:
+            found[store.name] = int(count)
+    for field in ("memory_md", "user_md"):
+        path = hermes_home / FILES[field]
+        if path.is_file():
+            raw = path.read_text(encoding="utf-8", errors="replace")
+            entries = [entry for entry in raw.split(ENTRY_DELIMITER) if entry.strip()]
+            if entries:
+                found[path.name] = len(entries)
+    return found
 
 
-def memories_send(
+def profile_import(
+    *, url: str, api_key: str, hermes_home: Path, scope: str | None = None, ca_file: str = ""
+) -> dict[str, Any]:
+    """Send the profile's memories to the server: {"added", "exists", "entities_linked",
+    "sources"}. ImportFailed when nothing could be sent or the server refused."""
+    client = AgentClient(url, api_key, ca_file=ca_file, timeout=IMPORT_TIMEOUT_S)
+    try:
+        with ExitStack() as files:
+            upload = {
+                field: (Path(name).name, files.enter_context((hermes_home / name).open("rb")))
+                for field, name in FILES.items()
+                if (hermes_home / name).is_file()
+            }
+            if not upload:
+                raise ImportFailed(f"{hermes_home} holds no memories to import")
+            fields = {"scope": scope} if scope else None
+            return client.call(
+                "POST", "profile-import", fields, files=upload, timeout=IMPORT_TIMEOUT_S
+            )
+    except KeyRefused as refusal:
+        raise ImportFailed(f"the server refused the API key: {refusal}") from None
+    except Rejected as refusal:
+        raise ImportFailed(f"the server refused the import: {refusal.message}") from None
+    except Unreachable as error:
+        raise ImportFailed(str(error)) from None
+    finally:
+        client.close()
+
+
+def offer_import(
     *,
     url: str,
     api_key: str,
-    lines: list[dict[str, Any]],
-    scope: str | None = None,
-    ca_file: str = "",
-) -> dict[str, int]:
-    """Send the lines to `facts/import`; the server's counts (added, exists, restored, error)."""
-    totals = {"added": 0, "exists": 0, "restored": 0, "error": 0}
-    with httpx.Client(
-        base_url=url.rstrip("/"), verify=tls_verify(ca_file), timeout=120,
-        headers={"Authorization": f"Bearer {api_key}"},
-    ) as http:  # fmt: skip
-        for start in range(0, len(lines), BATCH):
-            body = "\n".join(
-                json.dumps({**line, **({"scope": scope} if scope else {})}, ensure_ascii=False)
-                for line in lines[start : start + BATCH]
+    hermes_home: Path,
+    scope: str | None,
+    ca_file: str,
+    choice: str,
+    say: Callable[[str], None],
+) -> int:
+    """After an install: `choice` "yes" imports, "no" does not, "ask" asks when run in a
+    terminal (and says how to import later otherwise). Returns how many memories were added."""
+    found = profile_memories(hermes_home)
+    if not found:
+        if choice == "yes":
+            say("  memories: this profile holds none to import")
+        return 0
+    listed = ", ".join(f"{count} in {name}" for name, count in found.items())
+    if choice == "ask":
+        if not sys.stdin.isatty():
+            say(
+                f"  memories: this profile remembers {listed}; bring them along with "
+                f"`mnemosyne hermes import --url {url} --api-key ... --hermes-home {hermes_home}`"
             )
-            try:
-                response = http.post(
-                    "/api/v1/facts/import", content=body.encode(),
-                    headers={"Content-Type": "application/x-ndjson"},
-                )  # fmt: skip
-            except httpx.HTTPError as error:
-                raise ImportFailed(f"cannot reach {url} ({error})") from None
-            if response.status_code != 200:
-                raise ImportFailed(f"{url} answered HTTP {response.status_code}: "
-                                   f"{response.text[:300]}")  # fmt: skip
-            for status, count in response.json()["counts"].items():
-                totals[status] = totals.get(status, 0) + count
-    return totals
+            return 0
+        answer = input(f"This profile remembers {listed}. Import them into Mnemosyne? [Y/n] ")
+        choice = "no" if answer.strip().lower() in ("n", "no") else "yes"
+    if choice == "no":
+        return 0
+    result = profile_import(
+        url=url, api_key=api_key, hermes_home=hermes_home, scope=scope, ca_file=ca_file
+    )
+    say(summary(result))
+    return int(result["added"])
+
+
+def summary(result: dict[str, Any]) -> str:
+    return (
+        f"  memories: imported {result['added']} ({result['exists']} were there already; "
+        f"{result['entities_linked']} entity links) from {', '.join(result['sources'])}"
+    )

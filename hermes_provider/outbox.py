@@ -3,9 +3,10 @@
 Every write the agent does not wait for (conversation turns, mirrored built-in memories,
 auto-extracted facts) goes through here: appended to a small SQLite file under the profile's
 HERMES_HOME (synchronous=FULL: on disk when `put` returns), then written to Mnemosyne by the
-provider's writer thread and deleted. If the database is down, entries wait, in order, and a
-Hermes restart finds them again. Each entry carries an idempotency key that goes with it to the
-database, so an entry written just before a crash (and so still here) is not stored twice.
+provider's writer thread (in batches, over HTTP) and deleted. If the server is unreachable,
+entries wait, in order, and a Hermes restart finds them again. Each entry carries an
+idempotency key that goes with it to the server, so an entry stored just before a crash (and so
+still here) is not stored twice.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class Outbox:
             )
 
     def reject(self, entry_id: int, error: str) -> None:
-        """The database refused the entry for good (e.g. invalid input): kept for inspection,
+        """The server refused the entry for good (e.g. invalid input): kept for inspection,
         out of the way of those behind it."""
         with self._lock:
             self._db.execute(

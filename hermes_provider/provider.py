@@ -44,7 +44,8 @@ logger = logging.getLogger("hermes_provider")
 SHUTDOWN_FLUSH_S = 10.0
 PROMPT_TIMEOUT_S = 5.0
 RETRY_MAX_S = 30.0
-BATCH = 50  # buffered writes per request
+BATCH = 50  # buffered writes per request, at most
+BATCH_BYTES = 512 * 1024  # and at most this much JSON (the server's limit is 1 MB)
 MAX_CONTENT_CHARS = 16_384  # what one memory holds (the server counts characters)
 _CUT = " […]"
 REVOKED = (
@@ -657,18 +658,24 @@ class MnemosyneProvider(MemoryProvider):
         body = self._profile(self._session_id) | {
             "writes": [{"key": e.key, "op": e.op, "payload": e.payload} for e in entries]
         }
+        if len(entries) > 1 and len(json.dumps(body)) > BATCH_BYTES:
+            self._split(entries)  # the server takes bodies up to 1 MB
+            return
         try:
             answer = self._request("writes", body, self._config.tool_timeout)
         except Rejected as refusal:
-            # The whole batch is refused (a read-only key, a scope outside the key's): it never
-            # will be stored; kept for inspection, out of the way of what comes after.
+            if refusal.status in (400, 413) and len(entries) > 1:
+                # One entry the server cannot take must not hold back the others.
+                self._split(entries)
+                return
+            # It never will be stored (a read-only key, an entry too large or malformed): kept
+            # in the file for inspection, out of the way of what comes after.
             for entry in entries:
                 self._outbox.reject(entry.id, refusal.message)
             logger.warning("mnemosyne: %d buffered writes refused: %s", len(entries), refusal)
             return
         except Unreachable as error:
-            for entry in entries[:1]:
-                self._outbox.failed(entry.id, str(error))
+            self._outbox.failed(entries[0].id, str(error))
             raise
         by_key = {row.get("key"): row for row in answer.get("results") or []}
         for entry in entries:
@@ -678,6 +685,12 @@ class MnemosyneProvider(MemoryProvider):
             elif row.get("status") == "rejected":
                 logger.warning("mnemosyne: buffered %s refused: %s", entry.op, row.get("error"))
                 self._outbox.reject(entry.id, str(row.get("error") or "refused"))
+
+    def _split(self, entries: list[Entry]) -> None:
+        """Send the entries in two batches, in order."""
+        half = len(entries) // 2
+        self._send(entries[:half])
+        self._send(entries[half:])
 
 
 def register(ctx: Any) -> None:

@@ -145,6 +145,17 @@ CHECKS = {
 
 
 def health_report() -> dict[str, Any]:
+    from memoryadmin.replica import check_replica, replica_configured
+
     checks = {name: check() for name, check in CHECKS.items()}
     failing = [name for name, result in checks.items() if result["ok"] is False]
-    return {"status": "ok" if not failing else "unavailable", "failing": failing, "checks": checks}
+    status = "ok" if not failing else "unavailable"
+    report: dict[str, Any] = {"status": status, "failing": failing, "checks": checks}
+    if replica_configured():
+        # A replica that is down or behind costs read capacity, not service: reads go to the
+        # primary, so the node still serves (200), "degraded".
+        checks["replica"] = check_replica()
+        report["degraded"] = [] if checks["replica"]["ok"] else ["replica"]
+        if status == "ok" and report["degraded"]:
+            report["status"] = "degraded"
+    return report

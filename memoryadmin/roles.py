@@ -70,7 +70,8 @@ def owner_connected() -> bool:
 _AUDIT_TABLES = """
 SELECT DISTINCT c.relname FROM pg_trigger t
   JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid
- WHERE p.proname = 'mnemosyne_append_only' AND c.relnamespace = current_schema()::regnamespace
+ WHERE p.proname IN ('mnemosyne_append_only', 'mnemosyne_factevent_guard')
+   AND c.relnamespace = current_schema()::regnamespace
  ORDER BY 1
 """
 

@@ -145,6 +145,20 @@ _database["CONN_HEALTH_CHECKS"] = True
 # A database that does not answer is reported (503) within seconds, not after a client's timeout.
 _database.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 DATABASES = {"default": _database}
+# DATABASE_REPLICA_URL (optional): a streaming replica of that database, read by recall, context
+# and the web admin's pages (memoryadmin/replica.py); reads fall back to the primary while it
+# is down or more than MNEMOSYNE_REPLICA_MAX_LAG_SECONDS behind.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
+MNEMOSYNE_REPLICA_MAX_LAG_SECONDS = env_int("MNEMOSYNE_REPLICA_MAX_LAG_SECONDS", 10, minimum=0)
+if DATABASE_REPLICA_URL:
+    _replica = parse_database_url(DATABASE_REPLICA_URL, name="DATABASE_REPLICA_URL")
+    _replica.update(CONN_MAX_AGE=_database["CONN_MAX_AGE"], CONN_HEALTH_CHECKS=True)
+    _replica["OPTIONS"].setdefault("connect_timeout", 2)
+    # Tests: the replica shows the primary's test database (it cannot make one of its own).
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES["replica"] = _replica
+# Off: the replica is configured but not read (the test suite reads it only in its own tests).
+MNEMOSYNE_REPLICA_READS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -56,7 +56,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     report = health_report()
     status = 200 if not report["failing"] else 503
     if not _sees_health_details(request):
-        report = {"status": report["status"], "failing": report["failing"]}
+        report = {key: report[key] for key in ("status", "failing", "degraded") if key in report}
     return JsonResponse(report, status=status)
 
 

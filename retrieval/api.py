@@ -105,6 +105,7 @@ _HIT = {
 
 class RecallViewSet(TenantViewSet):
     within_scope_limit = True
+    reads_replica = True
     needs = {"create": Need.READ}  # a POST that reads: the query does not fit in a URL
 
     @extend_schema(
@@ -136,9 +137,12 @@ class RecallViewSet(TenantViewSet):
         options = dict(data.validated_data)
         explain = options.pop("explain")
         result = recall_search(tenant=self.tenant, **options)
+        # One serializer for every fact: DRF copies a serializer's fields each time one is
+        # made, which per hit was a third of a recall's time in the web process.
+        facts = FactOut([hit.fact for hit in result.hits], many=True).data
         hits = []
-        for hit in result.hits:
-            row = {"score": round(hit.score, 6), "fact": FactOut(hit.fact).data}
+        for hit, fact in zip(result.hits, facts, strict=True):
+            row = {"score": round(hit.score, 6), "fact": fact}
             if explain:
                 row["explain"] = hit.explain()
             hits.append(row)
@@ -151,6 +155,7 @@ class RecallViewSet(TenantViewSet):
 
 class ContextViewSet(TenantViewSet):
     within_scope_limit = True
+    reads_replica = True
     needs = {"create": Need.READ}
 
     @extend_schema(

@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -86,16 +86,33 @@ def corpus_stats(*, tenant_id: int) -> Corpus:
             [STALE_MIN_WRITES, STALE_SHARE, tenant_id],
         )
         row = cursor.fetchone()
+    # A read replica (memoryadmin/replica.py) answers reads only: a worker refreshes the
+    # figures on the primary instead, and the replica gets them by replication.
+    writable = connection.alias == DEFAULT_DB_ALIAS
     if row is None:
+        if not writable:
+            _refresh_later(tenant_id)
+            return _corpus_counted(tenant_id)
         return corpus_stats_refresh(tenant_id=tenant_id) or Corpus(0, 0.0)
     documents, mean_length, writes = row
     corpus = Corpus(int(documents), float(mean_length))
     if writes < max(STALE_MIN_WRITES, documents * STALE_SHARE):
         return corpus
-    if documents <= INLINE_LIMIT:
+    if documents <= INLINE_LIMIT and writable:
         return corpus_stats_refresh(tenant_id=tenant_id) or corpus
     _refresh_later(tenant_id)
     return corpus
+
+
+def _corpus_counted(tenant_id: int) -> Corpus:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), coalesce(avg(length(search_vector)), 0) FROM facts_fact "
+            "WHERE tenant_id = %s AND status = 'active'",
+            [tenant_id],
+        )
+        documents, mean_length = cursor.fetchone()
+    return Corpus(int(documents), float(mean_length))
 
 
 def _refresh_later(tenant_id: int) -> None:

@@ -88,6 +88,12 @@ PLAIN: tuple[str, ...] = (
     _noop("unknown retention field"),
     _noop("use 1-150 letters, digits and @ . + - _"),
     _noop("use 1-63 lowercase letters, digits and inner hyphens"),
+    _noop("is not a field of this import"),
+    _noop("send memory_store, memory_md or user_md"),
+    _noop("is not a holographic memory_store.db"),
+    _noop("must be a list of [speaker, text] pairs"),
+    _noop("must be a list of texts"),
+    _noop("must be an ISO 8601 date and time"),
 )
 
 # Messages with values, each value as %(name)s.
@@ -148,6 +154,7 @@ TEMPLATES: tuple[str, ...] = (
     _noop("type the tenant's short name, %(slug)s, to delete it"),
     _noop("unknown field (known: %(known)s)"),
     _noop("unknown setting (known: %(known)s)"),
+    _noop("is larger than %(size)s MiB"),
 )
 
 

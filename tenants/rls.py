@@ -49,50 +49,22 @@ def same_tenant_fk(
     )
 
 
-# Refuses UPDATE and DELETE, with two exceptions:
-# - the DELETE of a tenant's rows while mnemosyne_tenant_delete deletes that tenant
-#   (app.deleting_tenant, set for its transaction);
-# - on facts_factevent, the UPDATE that a purge makes through mnemosyne_fact_events_redact:
-#   only the "content" of before/after replaced by "[purged]", everything else unchanged, and only
-#   for a fact that no longer exists. (The runtime role has no UPDATE on audit tables at all.)
-APPEND_ONLY_FUNCTION = """
-CREATE OR REPLACE FUNCTION mnemosyne_append_only() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE'
-       AND OLD.tenant_id::text = current_setting('app.deleting_tenant', true) THEN
-        RETURN OLD;
-    END IF;
-    IF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'facts_factevent' THEN
-        IF OLD.fact_id IS NOT NULL
-           AND NEW.id = OLD.id AND NEW.tenant_id = OLD.tenant_id
-           AND NEW.fact_id = OLD.fact_id AND NEW.action = OLD.action
-           AND NEW.actor = OLD.actor AND NEW.at = OLD.at
-           AND NEW.before IS NOT DISTINCT FROM mnemosyne_redact_content(OLD.before)
-           AND NEW.after IS NOT DISTINCT FROM mnemosyne_redact_content(OLD.after)
-           AND NOT EXISTS (SELECT 1 FROM facts_fact WHERE id = OLD.fact_id) THEN
-            RETURN NEW;
-        END IF;
-    END IF;
-    RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege';
-END $$
-"""
-REDACT_FUNCTION = """
-CREATE OR REPLACE FUNCTION mnemosyne_redact_content(value jsonb) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN jsonb_typeof(value) = 'object' AND value ? 'content'
-                THEN value || '{"content": "[purged]"}'::jsonb ELSE value END
-$$
-"""
+# Refuses UPDATE and DELETE, except the DELETE of a whole tenant's rows while tenant_delete
+# names that tenant in a transaction-local setting (tenants/migrations/0004).
+APPEND_ONLY_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION mnemosyne_append_only() RETURNS trigger "
+    "LANGUAGE plpgsql AS $$ BEGIN "
+    "IF TG_OP = 'DELETE' AND OLD.tenant_id::text = "
+    "current_setting('app.deleting_tenant', true) THEN RETURN OLD; END IF; "
+    "RAISE EXCEPTION '% is append-only', TG_TABLE_NAME "
+    "USING ERRCODE = 'insufficient_privilege'; END $$"
+)
 
 
 def append_only(table: str) -> migrations.RunSQL:
-    """Refuse UPDATE and DELETE: an audit trail that can be edited is not one. (Every call
-    defines the one shared function the same way, so a later migration cannot undo
-    tenants 0004's exception for deleting a tenant.)"""
+    """Refuse UPDATE and DELETE: an audit trail that can be edited is not one."""
     return migrations.RunSQL(
         sql=[
-            REDACT_FUNCTION,
             APPEND_ONLY_FUNCTION,
             f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
             "FOR EACH ROW EXECUTE FUNCTION mnemosyne_append_only()",

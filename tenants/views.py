@@ -347,13 +347,13 @@ class MemberRemoveAction(WriteAction):
 # -- API keys and connecting agents ------------------------------------------------------------
 
 
-def hermes_install_command(*, token: str, scope: str = "", hermes_home: str = "") -> str:
-    """The command that connects a Hermes profile to this tenant with the key (README:
+def hermes_install_command(*, url: str, token: str, scope: str = "", hermes_home: str = "") -> str:
+    """The command that connects a Hermes profile to this server with the key (README:
     "Connecting a Hermes profile")."""
     words = ["mnemosyne", "hermes", "install"]
     if hermes_home:
         words += ["--hermes-home", hermes_home]
-    words += ["--api-key", token]
+    words += ["--url", url, "--api-key", token]
     if scope:
         words += ["--scope", scope]
     return " ".join(shlex.quote(word) for word in words)
@@ -433,7 +433,11 @@ class ApiKeyCreatedPage(TenantPage):
         context = {
             "key": key,
             "token": token,
-            "command": hermes_install_command(token=token, scope=key.scope_prefix)
+            "command": hermes_install_command(
+                url=request.build_absolute_uri("/").rstrip("/"),
+                token=token,
+                scope=key.scope_prefix,
+            )
             if token
             else None,
             **(_agent_snippets(request, token) if token else {}),
@@ -510,6 +514,7 @@ class ConnectPage(TenantPage):
         data = form.cleaned_data if form.is_bound and not form.errors else {}
         token = _placeholder(key) if key else "mnm_..._SECRET"
         command = hermes_install_command(
+            url=request.build_absolute_uri("/").rstrip("/"),
             token=token,
             scope=data.get("scope", ""),
             hermes_home=(data.get("hermes_home") or "").strip(),

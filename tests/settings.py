@@ -22,6 +22,11 @@ if os.environ.get("TEST_DATABASE_URL"):
 else:
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("DATABASE_OWNER_URL", None)
+# A streaming replica of that server (tests/test_replica.py; .ci/replica.sh makes one).
+if os.environ.get("TEST_DATABASE_URL") and os.environ.get("TEST_DATABASE_REPLICA_URL"):
+    os.environ["DATABASE_REPLICA_URL"] = os.environ["TEST_DATABASE_REPLICA_URL"]
+else:
+    os.environ.pop("DATABASE_REPLICA_URL", None)
 
 from memoryadmin.settings import *  # noqa: E402, F403
 
@@ -30,3 +35,6 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 # No request rate in tests (the fuzzer alone sends a thousand requests with one key in half a
 # minute); the throttling test sets its own rates.
 MNEMOSYNE_API_RATES = {"key": None, "user": None, "anon": None}
+# Only tests/test_replica.py reads from the replica: other tests' data is never committed, so
+# a replica could not see it.
+MNEMOSYNE_REPLICA_READS = False

@@ -29,6 +29,8 @@ pytestmark = pytest.mark.django_db
 # Imports take JSON Lines: generated bodies go out as the text they are.
 schemathesis.serializer.alias("application/x-ndjson", "text/plain")
 schemathesis.serializer.alias("application/jsonl", "text/plain")
+# Bundles are tar files: generated bodies go out as bytes.
+schemathesis.serializer.alias("application/x-tar", "application/octet-stream")
 
 CHECKS = [
     not_a_server_error,

@@ -201,8 +201,7 @@ def test_the_cross_tenant_functions_answer_only_what_they_are_asked(filled) -> N
         )
         assert cursor.fetchall() == [], "the functions are the runtime role's, not everyone's"
         cursor.execute("SELECT count(*) FROM pg_proc WHERE prosecdef AND proname LIKE 'mnem%%'")
-        # tenants 0005's nine, and facts 0009's purge redaction and retention sweep.
-        assert cursor.fetchone()[0] == 11
+        assert cursor.fetchone()[0] == 10  # tenants 0005's nine, and the audit redaction
 
 
 # -- the checks that say so --------------------------------------------------------------------
@@ -240,7 +239,7 @@ def test_healthz_and_the_system_check_pass_for_the_runtime_role() -> None:
 
 def test_healthz_fails_for_a_superuser(settings, django_db_blocker) -> None:
     if not settings.MNEMOSYNE_EMBEDDED_DB:
-        pytest.skip("needs the embedded server's superuser (CI's server: run by .ci/run)")
+        pytest.skip("needs a superuser to connect as: the embedded server's (the default run)")
     from memoryadmin.embedded_db import SUPERUSER
 
     with django_db_blocker.unblock():

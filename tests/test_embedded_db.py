@@ -35,8 +35,8 @@ def test_the_runtime_role_gets_pgvector_without_superuser_powers(
 ) -> None:
     server.start()
     with psycopg.connect(server.url()) as conn:
-        role, powers = conn.execute(
-            "SELECT current_user, (rolsuper, rolbypassrls, rolcreatedb, rolcreaterole) "
+        role, *powers = conn.execute(
+            "SELECT current_user, rolsuper, rolbypassrls, rolcreatedb, rolcreaterole "
             "FROM pg_roles WHERE rolname = current_user"
         ).fetchone()
         version = conn.execute("SHOW server_version").fetchone()[0]
@@ -44,18 +44,17 @@ def test_the_runtime_role_gets_pgvector_without_superuser_powers(
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("CREATE TABLE mine (note text)")
-    assert (role, powers) == (RUNTIME_ROLE, (False, False, False, False))
+    assert (role, powers) == (RUNTIME_ROLE, [False, False, False, False])
     assert int(version.split(".")[0]) >= 18
     assert distance == pytest.approx(1.0)
     with psycopg.connect(server.url(user=OWNER_ROLE)) as conn:
-        owner, powers = conn.execute(
-            "SELECT current_user, (rolsuper, rolbypassrls) FROM pg_roles "
-            "WHERE rolname = current_user"
+        owner, *powers = conn.execute(
+            "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
         ).fetchone()
         database_owner = conn.execute(
             "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()"
         ).fetchone()[0]
-    assert (owner, powers, database_owner) == (OWNER_ROLE, (False, False), OWNER_ROLE)
+    assert (owner, powers, database_owner) == (OWNER_ROLE, [False, False], OWNER_ROLE)
 
 
 def test_data_survives_a_restart(server: EmbeddedPostgres) -> None:

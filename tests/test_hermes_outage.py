@@ -19,7 +19,7 @@ import pytest
 
 from facts.selectors import fact_list
 from tenants.services import apikey_create
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_for
 from tests.hermes_support import manager_for, tool, write_profile
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -134,7 +134,7 @@ def test_a_stopped_slow_or_failing_server_never_holds_a_turn_and_loses_or_double
                 started = time.monotonic()
                 assert manager.prefetch_all(text) == ""  # no memories this turn ...
                 manager.sync_all(text, "ok", session_id="session-1")  # ... and no waiting
-                assert time.monotonic() - started < PREFETCH_TIMEOUT + 1.0, mode
+                assert time.monotonic() - started < PREFETCH_TIMEOUT + 2.0, mode  # < the delay
                 said.append(text)
             queued = tool(manager, "fact_store", action="add", content=f"Fact while {mode}")
             assert queued["status"] == "queued", queued
@@ -144,8 +144,10 @@ def test_a_stopped_slow_or_failing_server_never_holds_a_turn_and_loses_or_double
         assert len(gave_up) == 1, [r.getMessage() for r in caplog.records]  # said once
 
         proxy.mode = "pass"
-        assert manager.prefetch_all("Turn 1 with the server up") != ""
         assert provider.wait_idle(60)
+        # Recall returns (on a busy machine a prefetch may still miss its half second).
+        wait_for(lambda: manager.prefetch_all("Turn 1 with the server up"), timeout=60,
+                 what="recall to come back")  # fmt: skip
         assert _user_turns(tenant) == said  # every turn, once, in order
         contents = [f.content for f in fact_list(tenant=tenant).facts]
         for mode in ("down", "slow", "5xx"):

@@ -576,3 +576,21 @@ def test_a_profile_of_an_earlier_install_is_told_how_to_connect_again(
     manager.sync_all("hello", "hi", session_id="session-1")
     manager.shutdown_all()
     assert _turns(tenant) == []
+
+
+def test_a_buffer_larger_than_one_request_is_sent_in_smaller_batches_in_order(
+    drive, tenant, settings, monkeypatch
+) -> None:
+    """The buffer holds more than the server takes in one body: the provider sends it in
+    batches that fit, in order (scaled down: a 32 KB server limit, 16 KB batches)."""
+    from hermes_provider import provider as module
+
+    settings.MNEMOSYNE_API_MAX_BODY_BYTES = 32 * 1024
+    monkeypatch.setattr(module, "BATCH_BYTES", 16 * 1024)
+    manager, provider = drive()
+    said = [f"Turn {n}: " + "the deploy checklist needs the backup step. " * 140 for n in range(12)]
+    for text in said:
+        manager.sync_all(text, "Noted.", session_id="session-1")
+    assert provider.wait_idle(120)
+    turns = [t.content for t in _turns(tenant, "session-1") if t.speaker == "user"]
+    assert turns == [text.strip() for text in said]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -26,7 +27,7 @@ from facts.retention import (
 from retrieval.context import context_build
 from tenants.scope import tenant_scope
 from tenants.services import retention_policy_update
-from tests.api_fixtures import signed_in
+from tests.api_fixtures import bearer, signed_in
 
 pytestmark = pytest.mark.django_db
 BASE = "/api/v1/tenants/acme"
@@ -105,10 +106,7 @@ def test_pin_puts_a_fact_first_in_the_known_facts_and_lists(tenant, owner_actor)
 
 def test_pin_through_the_api_the_tools_and_the_fact_page(world, owner, auditor) -> None:
     from mcp_server.tools import Binding, tool_call
-    from memoryadmin.api.agent_tools import Binding as AgentBinding
-    from memoryadmin.api.agent_tools import fact_store
     from tenants.actors import Actor
-    from tenants.errors import InvalidInput
     from tenants.models import ApiKey
 
     client = signed_in(owner)
@@ -122,17 +120,22 @@ def test_pin_through_the_api_the_tools_and_the_fact_page(world, owner, auditor) 
 
     with tenant_scope(world.tenant):
         key = ApiKey.objects.for_tenant(world.tenant).get(name="hermes")
-    hermes = AgentBinding(
-        tenant=world.tenant, actor=Actor.api_key(key), key_prefix=key.prefix, can_read=True,
-        can_write=True, scope="", session_id="s1",
-    )  # fmt: skip
-    added = fact_store(hermes, {"action": "add", "content": "Deploys need two approvals",
-                                "pin": True})  # fmt: skip
+    agent = bearer(world.tokens["write"])
+
+    def fact_store(arguments: dict) -> Any:
+        return agent.post(
+            "/api/v1/agent/tools/fact_store",
+            {"arguments": arguments, "session_id": "s1"},
+            format="json",
+        )
+
+    added = fact_store({"action": "add", "content": "Deploys need two approvals", "pin": True})
+    added = added.json()
     assert fresh(world.tenant, Fact(pk=added["fact_id"])).pinned
-    fact_store(hermes, {"action": "update", "fact_id": added["fact_id"], "pin": False})
+    fact_store({"action": "update", "fact_id": added["fact_id"], "pin": False})
     assert not fresh(world.tenant, Fact(pk=added["fact_id"])).pinned
-    with pytest.raises(InvalidInput, match="true or false"):
-        fact_store(hermes, {"action": "update", "fact_id": added["fact_id"], "pin": 3})
+    refused = fact_store({"action": "update", "fact_id": added["fact_id"], "pin": 3})
+    assert refused.status_code == 400 and "error" in refused.json()
     mcp = Binding(
         tenant=world.tenant, actor=Actor.api_key(key), rights=frozenset({"read", "write"})
     )
@@ -380,3 +383,13 @@ def test_deleting_a_tenant_takes_its_archives_too(
         record = tenant_delete(tenant=tenant, actor=system_actor, confirm="acme")
     assert record.counts["facts.Fact"] == 1 and record.counts["facts.RetentionRun"] == 1
     assert not (archives / str(tenant.pk)).exists()
+    # Nothing of it is left in any table, audit trails included.
+    from django.apps import apps
+
+    from tenants.models import TenantOwned
+
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        for model in apps.get_models():
+            if issubclass(model, TenantOwned):
+                cursor.execute(f"SELECT count(*) FROM {model._meta.db_table}")  # noqa: S608
+                assert cursor.fetchone()[0] == 0, model._meta.db_table

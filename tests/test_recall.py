@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from facts import services
 from facts.embedding import facts_embed_batch
 from facts.models import Fact, FactVector
 from facts.selectors import fact_get
+from memoryadmin.roles import as_owner
 from retrieval.context import context_build, context_cached
 from retrieval.embedders import get_embedder
 from retrieval.search import recall_search
@@ -259,22 +260,27 @@ def _drop_tenant_indexes(cursor) -> None:
     cursor.execute("SET LOCAL enable_seqscan = off")
 
 
+@pytest.mark.django_db(transaction=True)
 def test_full_text_search_uses_its_index_under_row_level_security(tenant, system_actor):
     from retrieval import sql
 
     _store(tenant, system_actor, embed=False)
-    with connection.cursor() as cursor:
-        _drop_tenant_indexes(cursor)
-    with tenant_scope(tenant), connection.cursor() as cursor:
-        cursor.execute(
-            "EXPLAIN SELECT id FROM facts_fact WHERE tenant_id = %s "
-            "AND search_vector @@ %s::tsquery",
-            [tenant.pk, sql.tsquery_any([["tea"], ["peanut"]])],
-        )
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+    # Dropping indexes is the owner's (row-level security binds the owner too); rolled back.
+    with as_owner(), transaction.atomic():
+        with connection.cursor() as cursor:
+            _drop_tenant_indexes(cursor)
+        with tenant_scope(tenant), connection.cursor() as cursor:
+            cursor.execute(
+                "EXPLAIN SELECT id FROM facts_fact WHERE tenant_id = %s "
+                "AND search_vector @@ %s::tsquery",
+                [tenant.pk, sql.tsquery_any([["tea"], ["peanut"]])],
+            )
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        transaction.set_rollback(True)
     assert "fact_search_vector" in plan, plan
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_small_tenant_among_large_ones_still_gets_its_k_best(tenant, system_actor) -> None:
     big = tenant_create(slug="big", name="Big", actor=system_actor)
     mine = _store(tenant, system_actor, texts=[f"release checklist item {i}" for i in range(5)])
@@ -301,36 +307,42 @@ def test_a_small_tenant_among_large_ones_still_gets_its_k_best(tenant, system_ac
                 )
             )  # fmt: skip
         FactVector.objects.bulk_create(vectors, batch_size=500)
-    with connection.cursor() as cursor:
-        # Leave the planner only the HNSW index (this test's transaction is rolled back): a
-        # small tenant could otherwise be served by a tenant index and an exact sort.
-        _drop_tenant_indexes(cursor)
-        cursor.execute("ANALYZE facts_fact")
-        cursor.execute("ANALYZE facts_factvector")
-    plans: list[str] = []
+    # Dropping indexes and ANALYZE are the owner's (row-level security binds the owner too);
+    # rolled back at the end.
+    with as_owner(), transaction.atomic():
+        with connection.cursor() as cursor:
+            # Leave the planner only the HNSW index (this test's transaction is rolled back): a
+            # small tenant could otherwise be served by a tenant index and an exact sort.
+            _drop_tenant_indexes(cursor)
+            cursor.execute("ANALYZE facts_fact")
+            cursor.execute("ANALYZE facts_factvector")
+        plans: list[str] = []
 
-    def explain(execute, sql, params, many, context):
-        if "<=>" in sql and not plans:
-            plans.append("")  # the EXPLAIN below comes through here too
-            context["cursor"].execute("EXPLAIN " + sql, params)
-            plans[0] = "\n".join(row[0] for row in context["cursor"].fetchall())
-        return execute(sql, params, many, context)
+        def explain(execute, sql, params, many, context):
+            if "<=>" in sql and not plans:
+                plans.append("")  # the EXPLAIN below comes through here too
+                context["cursor"].execute("EXPLAIN " + sql, params)
+                plans[0] = "\n".join(row[0] for row in context["cursor"].fetchall())
+            return execute(sql, params, many, context)
 
-    with connection.execute_wrapper(explain):
-        hits = recall_search(tenant=tenant, query="release checklist", k=5, channels=["vec"]).hits
-    assert index_name(embedder.name) in plans[0], plans[0]
-    assert sorted(h.fact.pk for h in hits) == sorted(f.pk for f in mine)
-    # The control: without iterative scans the index gives up early and the tenant gets less.
-    with tenant_scope(tenant), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
-        cursor.execute(
-            "SELECT count(*) FROM (SELECT v.id FROM facts_factvector v JOIN facts_fact f "
-            "ON f.tenant_id = v.tenant_id AND f.id = v.fact_id WHERE v.tenant_id = %s "
-            "AND f.status = 'active' AND v.model = %s "
-            "ORDER BY v.embedding::vector(384) <=> %s::vector(384) LIMIT 5) t",
-            [tenant.pk, embedder.name, str(query_vector.tolist())],
-        )
-        assert cursor.fetchone()[0] < 5
+        with connection.execute_wrapper(explain):
+            hits = recall_search(
+                tenant=tenant, query="release checklist", k=5, channels=["vec"]
+            ).hits
+        assert index_name(embedder.name) in plans[0], plans[0]
+        assert sorted(h.fact.pk for h in hits) == sorted(f.pk for f in mine)
+        # The control: without iterative scans the index gives up early and the tenant gets less.
+        with tenant_scope(tenant), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hnsw.iterative_scan = off")
+            cursor.execute(
+                "SELECT count(*) FROM (SELECT v.id FROM facts_factvector v JOIN facts_fact f "
+                "ON f.tenant_id = v.tenant_id AND f.id = v.fact_id WHERE v.tenant_id = %s "
+                "AND f.status = 'active' AND v.model = %s "
+                "ORDER BY v.embedding::vector(384) <=> %s::vector(384) LIMIT 5) t",
+                [tenant.pk, embedder.name, str(query_vector.tolist())],
+            )
+            assert cursor.fetchone()[0] < 5
+        transaction.set_rollback(True)
 
 
 # -- context ----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from django.db import connection
 
 from memoryadmin.roles import owner_credentials, runtime_credentials
 from tests.helpers import PYTHON, REPO, child_env, database_url
@@ -51,8 +52,9 @@ def _url(credentials: dict, name: str) -> str:
 
 @pytest.fixture
 def legacy_database() -> Iterator[str]:
-    """A database of its own on the test server, made by the owner role."""
-    name = "mnemosyne_upgrade_test"
+    """A database of its own on the test server, made by the owner role (named after the test
+    database, so that two suites on one server do not meet)."""
+    name = f"{connection.settings_dict['NAME']}_upgrade"
     owner = owner_credentials()
     admin = _url(owner, "postgres")
     with psycopg.connect(admin, autocommit=True) as conn:

@@ -143,7 +143,7 @@ def test_a_team_admin_sets_up_a_tenant_and_works_with_its_memory(
     secret = page.inner_text("#key-secret").strip()
     assert re.fullmatch(r"mnm_[0-9a-f]{12}_[\w-]+", secret), secret
     expect(page.locator("#hermes-command")).to_have_text(
-        f"mnemosyne hermes install --api-key {secret}"
+        f"mnemosyne hermes install --url {live_server.url} --api-key {secret}"
     )
     admin.shot("key-created")
     page.click("nav.side >> text=API keys")

@@ -384,7 +384,7 @@ def test_a_new_keys_secret_is_shown_once_with_its_agent_settings(world, owner) -
     again = _text(client.get(posted["Location"]))
     assert 'id="key-secret"' not in again and 'id="secret-gone"' in again
     secret = re.search(r'id="key-secret">(mnm_[^<]+)<', _text(made)).group(1)
-    assert f"mnemosyne hermes install --api-key {secret}" in _text(made)
+    assert f"mnemosyne hermes install --url http://testserver --api-key {secret}" in _text(made)
     shown = html.unescape(_text(made))
     assert f'"MNEMOSYNE_API_KEY": "{secret}"' in shown  # the MCP client's settings
     assert f'"Authorization": "Bearer {secret}"' in shown
@@ -417,7 +417,7 @@ def test_the_connect_page_gives_the_exact_settings_for_a_key(world, owner) -> No
     )))  # fmt: skip
     assert (
         "mnemosyne hermes install --hermes-home '/srv/hermes profiles/x' "
-        f"--api-key mnm_{key.prefix}_SECRET --scope team:research"
+        f"--url http://testserver --api-key mnm_{key.prefix}_SECRET --scope team:research"
     ) in page
     stdio = re.search(r'<pre id="mcp-stdio">(.*?)</pre>', page, re.S).group(1)
     assert json.loads(stdio) == {"mcpServers": {"mnemosyne": {

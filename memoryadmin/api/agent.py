@@ -6,23 +6,25 @@ on its first), the buffered writes in batches with their idempotency keys, the `
 `fact_feedback` tool calls, and the end of a session (auto-extraction). API keys only; the
 tenant is the key's, and the profile's `scope` stays inside the key's scope limit.
 
-A database that does not answer is a 503 with a reason (the profile keeps its writes and sends
-them again), never a 500.
+A database that does not answer is a 503 with a reason and Retry-After (the API's exception
+handler; the profile keeps its writes and sends them again), never a 500.
 """
 
 from __future__ import annotations
 
 import copy
-import logging
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from django.db import InterfaceError, OperationalError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from facts.importers import hermes_profile_import
 from facts.selectors import fact_count
 from facts.services import clean_scope
 from memoryadmin.api import agent_tools
@@ -35,9 +37,6 @@ from retrieval.context import IMPORTANT_SHARE, context_cached
 from retrieval.search import MAX_QUERY_CHARS
 from tenants.errors import InvalidInput
 
-logger = logging.getLogger(__name__)
-
-UNAVAILABLE = "the memory store is unavailable right now (its database does not answer)"
 MAX_BATCH = 100
 _TAGS = ["agent"]
 
@@ -144,6 +143,32 @@ class SessionEndOut(serializers.Serializer):
     candidates = serializers.IntegerField(help_text="candidate facts found (stored once each)")
 
 
+# What a profile already remembers, as `mnemosyne hermes import` sends it: field -> where the
+# file lives in a Hermes home.
+PROFILE_FILES = {
+    "memory_store": "memory_store.db",
+    "memory_md": "memories/MEMORY.md",
+    "user_md": "memories/USER.md",
+}
+MAX_PROFILE_FILE_BYTES = 256 * 1024 * 1024
+
+
+class ProfileImportIn(serializers.Serializer):
+    memory_store = serializers.FileField(
+        required=False, help_text="the holographic provider's memory_store.db (SQLite)"
+    )
+    memory_md = serializers.FileField(required=False, help_text="Hermes' memories/MEMORY.md")
+    user_md = serializers.FileField(required=False, help_text="Hermes' memories/USER.md")
+    scope = serializers.CharField(required=False, help_text="where the memories go")
+
+
+class ProfileImportOut(serializers.Serializer):
+    added = serializers.IntegerField()
+    exists = serializers.IntegerField(help_text="already stored (same scope and text)")
+    entities_linked = serializers.IntegerField()
+    sources = serializers.ListField(child=serializers.CharField())
+
+
 class AgentViewSet(TenantViewSet):
     """API keys only: an agent's requests, for the key's tenant."""
 
@@ -156,13 +181,8 @@ class AgentViewSet(TenantViewSet):
         "writes": Need.WRITE,
         "session_end": Need.WRITE,
         "tool": Need.READ,
+        "profile_import": Need.WRITE,
     }
-
-    def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, OperationalError | InterfaceError):
-            logger.warning("agent request while the database is unreachable: %s", exc)
-            return Response(error_body(UNAVAILABLE, code="unavailable"), status=503)
-        return super().handle_exception(exc)
 
     def _read(self, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
         data = serializer_class(data=self.request.data)
@@ -334,3 +354,60 @@ class AgentViewSet(TenantViewSet):
         except Refused as refusal:
             body = error_body(str(refusal), code="permission_denied")
             return Response({**body, "error": str(refusal)}, status=403)
+
+
+class ProfileImportViewSet(AgentViewSet):
+    """`mnemosyne hermes import`: a profile's memory files, as a multipart upload."""
+
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        summary="Bring along what a Hermes profile remembers (holographic store, memory files)",
+        description="Multipart upload of any of `memory_store` (the holographic provider's "
+        "memory_store.db: facts with trust, tags, counts and entities), `memory_md` and "
+        "`user_md` (Hermes' MEMORY.md and USER.md, entries separated by a line holding only "
+        "§). All or nothing; importing the same again adds nothing.",
+        request={"multipart/form-data": ProfileImportIn},
+        responses={200: ProfileImportOut},
+        tags=_TAGS,
+    )
+    def profile_import(self, request: Request) -> Response:
+        unknown = sorted((set(request.FILES) | set(request.data)) - set(PROFILE_FILES) - {"scope"})
+        if unknown:
+            raise InvalidInput(unknown[0], "is not a field of this import")
+        if not any(field in request.FILES for field in PROFILE_FILES):
+            raise InvalidInput("memory_store", "send memory_store, memory_md or user_md")
+        binding = self._binding({"scope": str(request.data.get("scope") or "")})
+        with tempfile.TemporaryDirectory(prefix="mnemosyne-profile-") as folder:
+            home = Path(folder)
+            for field, name in PROFILE_FILES.items():
+                upload = request.FILES.get(field)
+                if upload is None:
+                    continue
+                if upload.size > MAX_PROFILE_FILE_BYTES:
+                    limit = MAX_PROFILE_FILE_BYTES // 2**20
+                    raise InvalidInput(field, f"is larger than {limit} MiB")
+                target = home / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("wb") as out:
+                    for chunk in upload.chunks():
+                        out.write(chunk)
+            try:
+                result = hermes_profile_import(
+                    tenant=binding.tenant, hermes_home=home, actor=binding.actor,
+                    scope=binding.scope,
+                )  # fmt: skip
+            except InvalidInput as problem:
+                if problem.field == "path":  # names a file of ours, not the caller's
+                    raise InvalidInput(
+                        "memory_store", "is not a holographic memory_store.db"
+                    ) from None
+                raise
+        return Response(
+            {
+                "added": result.added,
+                "exists": result.exists,
+                "entities_linked": result.entities_linked,
+                "sources": [Path(source).name for source in result.sources],
+            }
+        )

@@ -10,6 +10,7 @@ through `self.access`, and every read goes through a tenant-first selector. "Not
 from __future__ import annotations
 
 import enum
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memoryadmin.api.parsers import FirstRenderer
+from memoryadmin.replica import replica_note_write, replica_reads
 from memoryadmin.terms import term
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
@@ -128,7 +130,10 @@ class TenantViewSet(viewsets.ViewSet):
     about_people = False
     content_negotiation_class = FirstRenderer
     max_body_bytes: int | None = None  # default: settings.MNEMOSYNE_API_MAX_BODY_BYTES
+    # Reads that may be answered from the read replica (memoryadmin/replica.py).
+    reads_replica = False
     _access: Access | None = None
+    _replica: ExitStack | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -151,6 +156,27 @@ class TenantViewSet(viewsets.ViewSet):
             if needed.value not in access.rights:
                 raise exceptions.PermissionDenied(_refusal(access, needed))
         self._access = access
+        if self.reads_replica:
+            # Authentication and its bookkeeping are done (on the primary): the rest may read
+            # from the replica, until finalize_response.
+            self._replica = ExitStack()
+            where = self._replica.enter_context(replica_reads(tenant_id=access.tenant.pk))
+            request.read_from = where
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._replica is not None:
+            self._replica.close()
+            self._replica = None
+        elif (
+            self._access is not None
+            and request.method not in ("GET", "HEAD", "OPTIONS")
+            and getattr(response, "status_code", 500) < 400
+        ):
+            replica_note_write(tenant_id=self._access.tenant.pk)
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if where := getattr(request, "read_from", None):
+            response["X-Mnemosyne-Read-From"] = where
+        return response
 
     def needed(self, request: Request) -> Need:
         declared = self.needs.get(getattr(self, "action", None) or "")

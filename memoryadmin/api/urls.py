@@ -29,7 +29,7 @@ from facts.api import (
     FactViewSet,
 )
 from memoryadmin.api import schema as _schema  # noqa: F401 - registers the API-key scheme
-from memoryadmin.api.agent import AgentViewSet
+from memoryadmin.api.agent import AgentViewSet, ProfileImportViewSet
 from retrieval.api import ContextViewSet, RecallViewSet
 from tenants.api import (
     ApiKeyViewSet,
@@ -191,6 +191,11 @@ def _agent_routes() -> list[URLPattern]:
         path("prefetch", agent({"post": "prefetch"}), name="agent-prefetch"),
         path("writes", agent({"post": "writes"}), name="agent-writes"),
         path("session-end", agent({"post": "session_end"}), name="agent-session-end"),
+        path(
+            "profile-import",
+            ProfileImportViewSet.as_view({"post": "profile_import"}),
+            name="agent-profile-import",
+        ),
         re_path(
             r"^tools/(?P<tool>fact_store|fact_feedback)$",
             agent({"post": "tool"}),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ from django.utils.functional import Promise
 from django.utils.module_loading import autodiscover_modules
 from django.views import View
 
+from memoryadmin.replica import replica_configured, replica_note_write, replica_reads
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
@@ -83,6 +85,9 @@ class TenantPage(View):
 
     need_get: Need = Need.READ
     need_post: Need = Need.WRITE
+    # GET may be answered from the read replica (memoryadmin/replica.py); False for a page
+    # that writes while it reads (an export records itself in the audit log).
+    reads_replica = True
     http_method_names = ["get", "post", "head"]
     _access: PageAccess | None = None
     _user_tenants: list[tuple[Tenant, str]] = []
@@ -112,9 +117,20 @@ class TenantPage(View):
                 # A page reads in one transaction of the tenant's scope: one consistent
                 # snapshot, and the selectors' own scopes join it instead of each opening one.
                 # Writes keep each service's own transaction.
-                with tenant_scope(access.tenant):
-                    return super().dispatch(request, *args, **kwargs)
-            return super().dispatch(request, *args, **kwargs)
+                with ExitStack() as stack:
+                    where = "primary"
+                    if self.reads_replica:
+                        where = stack.enter_context(replica_reads(tenant_id=access.tenant.pk))
+                    stack.enter_context(tenant_scope(access.tenant))
+                    response = super().dispatch(request, *args, **kwargs)
+                    if self.reads_replica and replica_configured():
+                        response["X-Mnemosyne-Read-From"] = where
+                    return response
+            response = super().dispatch(request, *args, **kwargs)
+            if response.status_code < 400:
+                # The person reads what they just wrote, on the pages that follow.
+                replica_note_write(tenant_id=access.tenant.pk)
+            return response
         except NotFound:
             raise Http404("not found") from None
         except InvalidInput as error:

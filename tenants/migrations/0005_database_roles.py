@@ -168,7 +168,7 @@ BEGIN
   FOR t IN SELECT c.table_name FROM information_schema.columns c
             JOIN information_schema.tables r
               ON r.table_schema = c.table_schema AND r.table_name = c.table_name
-           WHERE c.table_schema = current_schema() AND c.column_name = 'tenant_id'
+           WHERE c.table_schema = 'public' AND c.column_name = 'tenant_id'
              AND r.table_type = 'BASE TABLE' LOOP
     EXECUTE format('DELETE FROM %I WHERE tenant_id = $1', t) USING doomed;
   END LOOP;
