@@ -1,6 +1,7 @@
 """Chinese recall on CMRC 2018: every passage one memory, every question asked.
 
-    python -m bench.cmrc --data PATH [--channels fts,vec,entity] [--compare] [--json OUT]
+    python -m bench.cmrc --data PATH [--channels fts,vec,entity] [--compare]
+                         [--vector-cache FILE] [--json OUT]
 
 One tenant; each distinct passage stored once as a fact (kind "fact") and embedded; each
 question asked with recall_search(k=5). R@1 / R@5 = the share of questions whose own passage
@@ -20,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.harness import bench_database, progress, write_json
+from bench.harness import bench_database, progress, vector_cache, write_json
 
 KS = (1, 5)
 MAX_CONTENT_BYTES = 16 * 1024
@@ -145,12 +146,17 @@ def main() -> None:
     parser.add_argument(
         "--compare", action="store_true", help="also ask every question with each channel alone"
     )
+    parser.add_argument(
+        "--vector-cache",
+        type=Path,
+        help="keep the embedder's vectors in this file and reuse them on the next run",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     channels = [c.strip() for c in args.channels.split(",") if c.strip()] if args.channels else None
-    with bench_database():
+    with bench_database(), vector_cache(args.vector_cache):
         figures = run(args.data, channels, compare=args.compare)
     print(f"CMRC 2018 recall ({figures['questions']} questions, {figures['passages']} passages, "
           f"channels {figures['channels']})")  # fmt: skip

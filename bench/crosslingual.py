@@ -3,7 +3,7 @@
     python -m bench.crosslingual [--data PATH] [--json OUT]
 
 The data is a JSON Lines file of {"en": ..., "zh": ...} pairs that say the same thing (by default
-the 48 everyday memories in bench/data/crosslingual_pairs.jsonl). One tenant holds memories in
+the 203 everyday memories in bench/data/crosslingual_pairs.jsonl). One tenant holds memories in
 both languages, as a bilingual team's does: the Chinese text of every even-numbered pair and the
 English text of every odd-numbered one. Each memory is then asked for in the other language
 (en→zh for the even pairs, zh→en for the odd), so the question competes with memories in its

@@ -77,6 +77,45 @@ def write_json(path: str | None, figures: dict[str, Any]) -> None:
 
 
 @contextmanager
+def vector_cache(path: Path | None) -> Iterator[None]:
+    """Remember the configured embedder's vectors in the file `path` (keyed by model, purpose
+    and text), so that a benchmark run again on the same data embeds nothing twice. The vectors
+    are the model's own; only the time to make them is saved. Without a path, nothing changes."""
+    if path is None:
+        yield
+        return
+    import pickle
+
+    import numpy as np
+
+    from retrieval.vectors import configured_embedder
+
+    embedder = configured_embedder()
+    known: dict[tuple[str, str, str], np.ndarray] = {}
+    if path.is_file():
+        known = pickle.loads(path.read_bytes())  # noqa: S301 - a file this function wrote
+    embed = embedder.embed
+
+    def cached(texts: Any, *, purpose: Any = "passage") -> np.ndarray:
+        keys = [(embedder.name, purpose, text) for text in texts]
+        todo = [text for text, key in zip(texts, keys, strict=True) if key not in known]
+        if todo:
+            for text, vector in zip(todo, embed(todo, purpose=purpose), strict=True):
+                known[(embedder.name, purpose, text)] = vector
+        if not keys:
+            return embed(texts, purpose=purpose)
+        return np.stack([known[key] for key in keys])
+
+    embedder.embed = cached  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        embedder.embed = embed  # type: ignore[method-assign]
+        path.write_bytes(pickle.dumps(known))
+        progress(f"{len(known)} vectors kept in {path}")
+
+
+@contextmanager
 def web_server(*, workers: int = 2) -> Iterator[str]:
     """Mnemosyne's web processes (gunicorn, as `mnemosyne up` starts them) on the bench's
     database; yields their URL. Call inside bench_database()."""

@@ -621,9 +621,9 @@ class BundleViewSet(TenantViewSet):
         examples=[
             OpenApiExample(
                 "a bundle",
+                value="(a tar of bundle.dat, bundle.idx and bundle.manifest.json)",
                 response_only=True,
                 media_type="application/x-tar",
-                value="(a tar: bundle.dat, bundle.idx, bundle.manifest.json)",
             )
         ],
         tags=["bundles"],
@@ -656,20 +656,20 @@ class BundleViewSet(TenantViewSet):
         responses={200: BundleImportOut},
         examples=[
             OpenApiExample(
-                "imported",
-                response_only=True,
+                "imported into another tenant",
                 value={
-                    "added": 1180,
-                    "exists": 20,
+                    "added": 120,
+                    "exists": 0,
                     "restored": 0,
-                    "entities_added": 64,
-                    "vectors_kept": 1180,
+                    "entities_added": 14,
+                    "vectors_kept": 120,
                     "to_embed": 0,
                     "model": "multilingual-e5-small-int8",
-                    "counts": {"fact": 1200, "entity": 70, "vector": 1200},
+                    "counts": {"fact": 120, "entity": 14, "feedback": 9, "event": 131},
                 },
+                response_only=True,
             )
-        ],
+        ],  # fmt: skip
         tags=["bundles"],
     )
     def create(self, request: Request, tenant: str | None = None) -> Response:

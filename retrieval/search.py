@@ -1,7 +1,9 @@
 """recall_search: the one hybrid recall that agents, the API and the admin all use.
 
-query -> channels (full text with BM25, vector, entities) -> min-max normalised weighted sum
--> conversation-aware lift for turns -> x trust -> x 0.5^(age / half-life) -> top k.
+query -> channels (full text with BM25, vector with the question's language taken out,
+entities) -> the turns next to their candidates join -> every candidate scored by full text and
+vector -> min-max normalised weighted sum -> conversation-aware lift for turns -> x trust
+-> x 0.5^(age / half-life) -> top k.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from facts.entities import entities_found, entity_dictionary, entity_extractor, 
 from facts.models import Category, Fact, Kind
 from retrieval import sql
 from retrieval.embedders import EmbedderError
+from retrieval.language import LANGUAGES, language_means, query_without_language, text_language
 from retrieval.stats import corpus_stats
 from retrieval.text import analyze
 from retrieval.vectors import embedder_for, serving_space
@@ -36,10 +39,24 @@ CANDIDATES = 100
 MAX_QUERY_CHARS = 2000
 MAX_K = 100
 # Conversation-aware scoring of turns (measured on LoCoMo dev; see README).
-NEIGHBOUR_SHARE = 0.3
+NEIGHBOUR_SHARE = 0.45
 SESSION_SHARE = 0.15
 SPEAKER_BONUS = 0.05
 ENTITY_GATED = True
+# The query's vector without its language (retrieval.language): questions find memories
+# written in the other language.
+CENTRE_QUERY = True
+# How much of its language each memory's vector score loses (see README "Questions in the
+# other language").
+MEMORY_CENTRING = 0.5
+# Full text can hardly match a memory in the other language than the question's: for such a
+# memory its silence says little (see _fuse). Needed once every candidate is scored by both
+# channels: full text's same-language matches then keep their vector score too.
+CROSS_LANGUAGE_REWEIGHT = True
+# Candidate generation (README "Recall": the gap to scoring every turn): the turns next to each
+# channel's NEIGHBOURS best are candidates too, and every channel scores every candidate.
+NEIGHBOURS = CANDIDATES
+COMPLETE_SCORES = True
 # How a fact's entity score is scaled: "idf", against the information of a name found once in
 # the tenant, so that a query naming only common entities (a conversation's speakers) lifts
 # little; or "share" of the query's entity information, which gave a speaker named in the
@@ -80,6 +97,7 @@ class _Candidate(NamedTuple):
     speaker: str
     trust_score: float
     created_at: datetime
+    han: bool  # Chinese (retrieval.language)
 
 
 def _clean_query(query: Any) -> str:
@@ -125,7 +143,11 @@ def _match_tiers(terms: list[tuple[str, int]]) -> Iterator[tuple[str, int]]:
 
 
 def _fts_scores(
-    tenant_id: int, query: str, filters: sql.Filters, known: dict[int, _Candidate]
+    tenant_id: int,
+    query: str,
+    filters: sql.Filters,
+    known: dict[int, _Candidate],
+    scorers: dict[str, Any],
 ) -> dict[int, float]:
     """BM25 over the full-text candidates, with the tenant's own document frequencies."""
     analyzed = analyze(query)
@@ -142,6 +164,7 @@ def _fts_scores(
     terms = sorted(terms, key=lambda term: (term[1], term[0]))[:MAX_TERMS]
     total = max(corpus.documents, terms[-1][1])
     idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in terms}
+    scorers.update(idf=idf, mean_length=corpus.mean_length)
     scores: dict[int, float] = {}
     for match, touch in _match_tiers(terms):
         ranked = sql.fts_ranked(
@@ -168,13 +191,22 @@ def _vector_scores(
     filters: sql.Filters,
     timings: dict[str, float],
     known: dict[int, _Candidate],
+    scorers: dict[str, Any],
 ) -> dict[int, float]:
     started = time.perf_counter()
     try:
         space = serving_space()
         if space is None:
             return {}  # nothing was ever embedded
-        vector = embedder_for(space).embed([query], purpose="query")[0]
+        embedder = embedder_for(space)
+        vector = embedder.embed([query], purpose="query")[0]
+        if CENTRE_QUERY:
+            vector = query_without_language(vector, query, embedder)
+            # How far the centred question leans towards each language's texts as a whole: no
+            # evidence about any one memory, so each memory's vector score loses its language's
+            # (the memory's language taken out as well as the question's).
+            means = language_means(embedder)
+            scorers["offsets"] = {lang: float(vector @ means[lang]) for lang in LANGUAGES}
     except EmbedderError as error:
         # Recall goes on with its other channels while the embedder is broken (see /healthz).
         logger.warning("tenant %s: vector channel off: %s", tenant_id, error)
@@ -189,6 +221,7 @@ def _vector_scores(
         filters=filters,
         limit=CANDIDATES,
     )
+    scorers.update(vector=vector, space=space)
     known.update((fid, _Candidate(fid, *columns)) for fid, _, columns in rows)
     return {fid: score for fid, score, _ in rows}
 
@@ -221,21 +254,111 @@ def _entity_scores(
     return {fact_id: score / most for fact_id, score in rows} if most else {}
 
 
+def _add_neighbours(
+    tenant_id: int,
+    raw: dict[str, dict[int, float]],
+    filters: sql.Filters,
+    candidates: dict[int, _Candidate],
+) -> None:
+    """The turns just before and after each channel's NEIGHBOURS best turns become candidates:
+    the answer is often the reply to (or the question before) the turn that matches."""
+    places: set[tuple[str, int]] = set()
+    for scores in raw.values():
+        for fid in sorted(scores, key=scores.__getitem__, reverse=True)[:NEIGHBOURS]:
+            fact = candidates[fid]
+            if fact.kind == Kind.TURN and fact.position is not None:
+                places |= {
+                    (fact.session_id, fact.position - 1),
+                    (fact.session_id, fact.position + 1),
+                }
+    known = {(c.session_id, c.position) for c in candidates.values() if c.kind == Kind.TURN}
+    wanted = sorted(places - known)
+    for fid, columns in sql.turn_neighbours(tenant_id=tenant_id, places=wanted, filters=filters):
+        candidates[fid] = _Candidate(fid, *columns)  # type: ignore[arg-type]
+
+
+def _complete_scores(
+    tenant_id: int,
+    raw: dict[str, dict[int, float]],
+    scorers: dict[str, Any],
+    candidates: dict[int, _Candidate],
+) -> None:
+    """Each channel scores every candidate, not only those it brought: a turn that full text
+    found keeps its vector similarity, and the other way round."""
+    if "fts" in raw and scorers.get("idf"):
+        missing = [fid for fid in candidates if fid not in raw["fts"]]
+        raw["fts"].update(
+            sql.fts_scores_for(
+                tenant_id=tenant_id,
+                idf=scorers["idf"],
+                mean_length=scorers["mean_length"],
+                ids=missing,
+            )
+        )
+    if "vec" in raw and scorers.get("space") is not None:
+        missing = [fid for fid in candidates if fid not in raw["vec"]]
+        space = scorers["space"]
+        raw["vec"].update(
+            sql.vector_scores_for(
+                tenant_id=tenant_id,
+                vector=scorers["vector"],
+                model=space.name,
+                dimension=space.dimension,
+                ids=missing,
+            )
+        )
+    offsets = scorers.get("offsets")
+    if "vec" in raw and offsets:
+        raw["vec"] = {
+            fid: score - MEMORY_CENTRING * offsets["zh" if candidates[fid].han else "en"]
+            for fid, score in raw["vec"].items()
+            if fid in candidates
+        }
+
+
 # -- fusion -----------------------------------------------------------------------------------
 
 
-def _fuse(fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, float]) -> float:
+def _fuse(
+    fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, float], foreign: bool
+) -> float:
     """Weighted sum of the channels. With ENTITY_GATED, entities only re-rank what the text
-    and vector channels found: alone they pulled in every turn that names a common person."""
+    and vector channels found: alone they pulled in every turn that names a common person.
+    A `foreign` fact (not in the question's language), which full text can hardly match, has
+    its full-text score taken from its vector's when full text found anything at all: squared,
+    so that only a close vector match makes up for the silence."""
     textual = [c for c in normalised if c != "entity"]
     score = sum(weights[c] * normalised[c].get(fid, 0.0) for c in textual)
+    if foreign and normalised.get("fts") and "vec" in normalised:
+        fts, vec = normalised["fts"].get(fid, 0.0), normalised["vec"].get(fid, 0.0)
+        score += weights["fts"] * max(0.0, vec * vec - fts)
     if "entity" in normalised and (score > 0 or not ENTITY_GATED or not textual):
         score += weights["entity"] * normalised["entity"].get(fid, 0.0)
     return score
 
 
+@dataclass(frozen=True)
+class Tuning:
+    """The constants of conversation-aware scoring (README "Recall": what they were tuned on)."""
+
+    neighbour: float = NEIGHBOUR_SHARE
+    session: float = SESSION_SHARE
+    speaker: float = SPEAKER_BONUS
+
+
+@dataclass
+class Gathered:
+    """What the channels brought for one query, before fusion: the candidates and each
+    channel's normalised scores. Ranking it again under other weights or constants needs no
+    database (the benchmark's cross-validation does exactly that)."""
+
+    query: str
+    candidates: dict[int, _Candidate]
+    normalised: dict[str, dict[int, float]]
+
+
 def _conversation_lift(
-    facts: dict[int, _Candidate], fused: dict[int, float], query: str
+    facts: dict[int, _Candidate], fused: dict[int, float], query: str, tuning: Tuning
 ) -> dict[int, dict[str, float]]:
     """Turns gain from their neighbours, from sessions that match as a whole, and from being
     spoken by someone the query names."""
@@ -261,13 +384,92 @@ def _conversation_lift(
             if n is not None
         ]
         lifts[fid] = {
-            "neighbour": NEIGHBOUR_SHARE * max(neighbours, default=0.0),
-            "session": SESSION_SHARE * session_of.get(fact.session_id, 0.0),
-            "speaker": SPEAKER_BONUS
+            "neighbour": tuning.neighbour * max(neighbours, default=0.0),
+            "session": tuning.session * session_of.get(fact.session_id, 0.0),
+            "speaker": tuning.speaker
             if fact.speaker and fact.speaker.casefold() in query_folded
             else 0.0,
         }
     return lifts
+
+
+def recall_rank(
+    gathered: Gathered,
+    *,
+    weights: dict[str, float],
+    tuning: Tuning | None = None,
+    half_life_days: float | None = None,
+    now: datetime | None = None,
+) -> list[tuple[float, int, dict[str, float]]]:
+    """(score, fact id, factors) of every candidate, best first: fusion, lifts, trust, decay."""
+    tuning = tuning or Tuning()
+    candidates, normalised = gathered.candidates, gathered.normalised
+    chinese = text_language(gathered.query) == "zh"
+    fused = {
+        fid: _fuse(fid, normalised, weights, CROSS_LANGUAGE_REWEIGHT and c.han != chinese)
+        for fid, c in candidates.items()
+    }
+    lifts = _conversation_lift(candidates, fused, gathered.query, tuning)
+    moment = now or timezone.now()
+    scored = []
+    for fid, candidate in candidates.items():
+        lift = lifts.get(fid, {})
+        decay = 1.0
+        if half_life_days:
+            age_days = max(0.0, (moment - candidate.created_at).total_seconds() / 86400)
+            decay = 0.5 ** (age_days / half_life_days)
+        score = (fused[fid] + sum(lift.values())) * candidate.trust_score * decay
+        factors = {"trust": candidate.trust_score, "decay": round(decay, 6), **lift}
+        scored.append((score, fid, factors))
+    scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return scored
+
+
+def _gather(
+    tenant: Tenant,
+    tenant_id: int,
+    query: str,
+    chosen: tuple[str, ...],
+    filters: sql.Filters,
+    timings: dict[str, float],
+) -> Gathered:
+    raw: dict[str, dict[int, float]] = {}
+    candidates: dict[int, _Candidate] = {}
+    scorers: dict[str, Any] = {}
+    if "fts" in chosen:
+        raw["fts"] = _fts_scores(tenant_id, query, filters, candidates, scorers)
+    if "vec" in chosen:
+        raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates, scorers)
+    if NEIGHBOURS:
+        _add_neighbours(tenant_id, raw, filters, candidates)
+    if COMPLETE_SCORES:
+        _complete_scores(tenant_id, raw, scorers, candidates)
+    if "entity" in chosen:
+        # Gated, entities only re-rank what full text and vectors found: score just those.
+        textual = [raw[c] for c in raw if c != "entity"]
+        among = set().union(*textual) if ENTITY_GATED and textual else None
+        raw["entity"] = _entity_scores(tenant_id, query, filters, among)
+    # Min-max for the unbounded channels; the entity channel is a share already.
+    normalised = {c: scores if c == "entity" else _minmax(scores) for c, scores in raw.items()}
+    # Full text and vectors bring what fusion needs of a fact; entities bring ids only.
+    missing = set().union(*(s.keys() for s in normalised.values())) - candidates.keys()
+    if missing:
+        candidates.update(
+            (row[0], _Candidate(*row[:-1], han=text_language(row[-1]) == "zh"))
+            for row in Fact.objects.for_tenant(tenant)
+            .filter(pk__in=missing)
+            .values_list(*_Candidate._fields[:-1], "content")
+        )
+    return Gathered(query=query, candidates=candidates, normalised=normalised)
+
+
+def recall_gather(*, tenant: Tenant, query: Any, channels: Sequence[str] | None = None) -> Gathered:
+    """The channels' results for `query` over `tenant`'s active facts, unfused (for
+    benchmarks that rank them under several weights)."""
+    query = _clean_query(query)
+    chosen = _clean_channels(channels)
+    with tenant_scope(tenant) as tenant_id:
+        return _gather(tenant, tenant_id, query, chosen, sql.Filters(), {})
 
 
 def recall_search(
@@ -313,40 +515,8 @@ def recall_search(
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with tenant_scope(tenant) as tenant_id:
-        raw: dict[str, dict[int, float]] = {}
-        candidates: dict[int, _Candidate] = {}
-        if "fts" in chosen:
-            raw["fts"] = _fts_scores(tenant_id, query, filters, candidates)
-        if "vec" in chosen:
-            raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates)
-        if "entity" in chosen:
-            # Gated, entities only re-rank what full text and vectors found: score just those.
-            textual = [raw[c] for c in raw if c != "entity"]
-            among = set().union(*textual) if ENTITY_GATED and textual else None
-            raw["entity"] = _entity_scores(tenant_id, query, filters, among)
-        # Min-max for the unbounded channels; the entity channel is a share already.
-        normalised = {c: scores if c == "entity" else _minmax(scores) for c, scores in raw.items()}
-        # Full text and vectors bring what fusion needs of a fact; entities bring ids only.
-        missing = set().union(*(s.keys() for s in normalised.values())) - candidates.keys()
-        if missing:
-            candidates.update(
-                (row[0], _Candidate(*row))
-                for row in Fact.objects.for_tenant(tenant)
-                .filter(pk__in=missing)
-                .values_list(*_Candidate._fields)
-            )
-        fused = {fid: _fuse(fid, normalised, weights) for fid in candidates}
-        lifts = _conversation_lift(candidates, fused, query)
-        moment = now or timezone.now()
-        scored = []
-        for fid, candidate in candidates.items():
-            lift = lifts.get(fid, {})
-            age_days = max(0.0, (moment - candidate.created_at).total_seconds() / 86400)
-            decay = 0.5 ** (age_days / half_life) if half_life else 1.0
-            score = (fused[fid] + sum(lift.values())) * candidate.trust_score * decay
-            factors = {"trust": candidate.trust_score, "decay": round(decay, 6), **lift}
-            scored.append((score, fid, factors))
-        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        gathered = _gather(tenant, tenant_id, query, chosen, filters, timings)
+        scored = recall_rank(gathered, weights=weights, half_life_days=half_life, now=now)
         best = scored[:k]
         facts = (
             Fact.objects.for_tenant(tenant)
@@ -354,11 +524,12 @@ def recall_search(
             .defer("search_vector")
             .in_bulk()
         )
+    normalised = gathered.normalised
     hits = [
         RecallHit(
             fact=facts[fid],
             score=score,
-            channels={c: round(normalised[c].get(fid, 0.0), 6) for c in normalised},
+            channels={c: round(scores.get(fid, 0.0), 6) for c, scores in normalised.items()},
             factors=factors,
         )
         for score, fid, factors in best

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
+from retrieval.language import SQL_HAN
 from tenants.scope import current_scope_limit, scope_sql
 
 
@@ -45,13 +46,20 @@ class Filters:
         return " AND ".join(clauses), params
 
 
-# What fusion needs of a fact, returned with each candidate so that no second query fetches it.
-FACT_COLUMNS = ("kind", "session_id", "position", "speaker", "trust_score", "created_at")
+# What fusion needs of a fact, returned with each candidate so that no second query fetches it;
+# "han" (the content holds a Han character: the fact is Chinese) is computed from the content.
+FACT_COLUMNS = ("kind", "session_id", "position", "speaker", "trust_score", "created_at", "han")
 Candidate = tuple[int, float, tuple[object, ...]]  # (id, channel score, FACT_COLUMNS)
 
 
-def _columns(alias: str) -> str:
-    return ", ".join(f"{alias}.{column}" for column in FACT_COLUMNS)
+def _columns(alias: str, *, table: bool = False) -> str:
+    """The columns as selected from the fact table itself (`table`) or from a query that
+    already selected them."""
+    return ", ".join(
+        f"({alias}.content ~ '{SQL_HAN}') AS han" if table and column == "han" else
+        f"{alias}.{column}"
+        for column in FACT_COLUMNS
+    )  # fmt: skip
 
 
 def _candidates(rows: list[tuple[object, ...]]) -> list[Candidate]:
@@ -124,7 +132,7 @@ def fts_ranked(
     with connection.cursor() as cursor:
         cursor.execute(
             "WITH c AS MATERIALIZED ("  # noqa: S608 - clauses are ours, values are parameters
-            f"SELECT f.id, f.search_vector AS v, {_columns('f')} FROM facts_fact f "
+            f"SELECT f.id, f.search_vector AS v, {_columns('f', table=True)} FROM facts_fact f "
             f"WHERE f.tenant_id = %s AND f.search_vector @@ %s::tsquery AND {where} LIMIT %s), "
             f"pre AS (SELECT c.*, {norm} AS norm FROM c "
             f"ORDER BY ({once}) / (1 + {norm}) DESC LIMIT %s) "
@@ -150,6 +158,65 @@ def fts_ranked(
             ],
         )
         return _candidates(cursor.fetchall())
+
+
+def fts_scores_for(
+    *, tenant_id: int, idf: dict[str, float], mean_length: float, ids: Sequence[int]
+) -> dict[int, float]:
+    """BM25 of the facts `ids` (found by another channel, or next to a candidate) for the
+    query terms `idf`; facts that share no term are left out (their score is 0)."""
+    if not idf or not ids:
+        return {}
+    mean = max(mean_length, 1.0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT f.id, sum(w.idf * t.tf * %s / (t.tf + "  # noqa: S608 - constants only
+            f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(f.search_vector) / %s::float))) "
+            "FROM facts_fact f CROSS JOIN LATERAL (SELECT u.lexeme, "
+            "greatest(coalesce(cardinality(u.positions), 0), 1) AS tf "
+            "FROM unnest(f.search_vector) u) t "
+            "JOIN unnest(%s::text[], %s::float[]) AS w(lexeme, idf) ON w.lexeme = t.lexeme "
+            "WHERE f.tenant_id = %s AND f.id = ANY(%s) GROUP BY f.id",
+            [BM25_K1 + 1, mean, list(idf), list(idf.values()), tenant_id, list(ids)],
+        )
+        return {row[0]: float(row[1]) for row in cursor.fetchall()}
+
+
+def vector_scores_for(
+    *, tenant_id: int, vector: np.ndarray, model: str, dimension: int, ids: Sequence[int]
+) -> dict[int, float]:
+    """Cosine similarity of the facts `ids` to `vector` (those with a vector of `model`)."""
+    if not ids:
+        return {}
+    cast = f"vector({int(dimension)})"
+    literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT v.fact_id, 1 - (v.embedding::{cast} <=> %s::{cast}) "  # noqa: S608 - an int
+            "FROM facts_factvector v WHERE v.tenant_id = %s AND v.model = %s "
+            "AND v.fact_id = ANY(%s)",
+            [literal, tenant_id, model, list(ids)],
+        )
+        return {row[0]: float(row[1]) for row in cursor.fetchall()}
+
+
+def turn_neighbours(
+    *, tenant_id: int, places: Sequence[tuple[str, int]], filters: Filters
+) -> list[tuple[int, tuple[object, ...]]]:
+    """(id, FACT_COLUMNS) of the turns at the (session, position) places that recall may
+    return."""
+    if not places:
+        return []
+    where, params = filters.sql()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT f.id, {_columns('f', table=True)} FROM facts_fact f "  # noqa: S608 - ours
+            "JOIN unnest(%s::text[], %s::int[]) AS n(session_id, position) "
+            "ON f.session_id = n.session_id AND f.position = n.position "
+            f"WHERE f.tenant_id = %s AND f.kind = 'turn' AND {where}",
+            [[s for s, _ in places], [p for _, p in places], tenant_id, *params],
+        )
+        return [(row[0], tuple(row[1:])) for row in cursor.fetchall()]
 
 
 def vector_candidates(
@@ -187,7 +254,7 @@ def vector_candidates(
             # join on (tenant_id, id) was, on tables not yet analysed, a nested loop that read
             # the whole tenant once per vector. The vector is the tenant's (v.tenant_id), its
             # fact the same tenant's (same-tenant key), and row-level security stands behind.
-            f"CROSS JOIN LATERAL (SELECT {_columns('f')} FROM facts_fact f "
+            f"CROSS JOIN LATERAL (SELECT {_columns('f', table=True)} FROM facts_fact f "
             f"WHERE f.id = v.fact_id AND {where} OFFSET 0) f "
             "WHERE v.tenant_id = %s AND v.model = %s "
             f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"

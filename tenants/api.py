@@ -528,18 +528,6 @@ class RetentionRunOut(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
-_RUN = {
-    "id": 12, "trigger": "schedule", "dry_run": False, "status": "done",
-    "counts": {"unretrieved": 85, "low_trust": 12, "over_limit": 0, "purged": 4, "bundles": 1,
-               "planned": {"archive": 97, "purge": 4}},
-    "policy": {"archive_after_days_unretrieved": 365, "archive_below_trust": 0.2,
-               "max_active_facts": None, "purge_archived_after_days": 730,
-               "legal_hold": False, "run_every_hours": 24},
-    "note": "", "created_by": "job:retention", "created_at": "2026-12-03T03:00:00Z",
-    "started_at": "2026-12-03T03:00:01Z", "finished_at": "2026-12-03T03:00:04Z",
-}  # fmt: skip
-
-
 class RetentionRunsOut(serializers.Serializer):
     next_run_at = serializers.DateTimeField(help_text="when beat starts the next scheduled run")
     runs = RetentionRunOut(many=True, help_text="the last 20, newest first")
@@ -553,11 +541,33 @@ class RetentionViewSet(TenantViewSet):
         responses={200: RetentionRunsOut},
         examples=[
             OpenApiExample(
-                "runs",
+                "a run done, the next due tomorrow",
+                value={
+                    "next_run_at": "2026-12-04T09:30:00Z",
+                    "runs": [
+                        {
+                            "id": 11,
+                            "trigger": "schedule",
+                            "dry_run": False,
+                            "status": "done",
+                            "counts": {
+                                "archive": 2,
+                                "archive_low_trust": 2,
+                                "purge": 1,
+                                "bundles": 1,
+                            },
+                            "policy": {"archive_below_trust": 0.3, "purge_archived_after_days": 30},
+                            "note": "",
+                            "created_by": "job:retention",
+                            "created_at": "2026-12-03T09:30:00Z",
+                            "started_at": "2026-12-03T09:30:01Z",
+                            "finished_at": "2026-12-03T09:30:02Z",
+                        }
+                    ],
+                },
                 response_only=True,
-                value={"next_run_at": "2026-12-04T03:00:00Z", "runs": [_RUN]},
             )
-        ],
+        ],  # fmt: skip
         tags=["retention"],
     )
     def runs(self, request: Request, tenant: str | None = None) -> Response:
@@ -579,9 +589,25 @@ class RetentionViewSet(TenantViewSet):
         request=RetentionRunIn,
         responses={200: RetentionRunOut, 202: RetentionRunOut},
         examples=[
-            OpenApiExample("dry run", value={"dry_run": True}, request_only=True),
-            OpenApiExample("a run", value=_RUN, response_only=True),
-        ],
+            OpenApiExample(
+                "a run queued for a worker",
+                value={
+                    "id": 12,
+                    "trigger": "manual",
+                    "dry_run": False,
+                    "status": "queued",
+                    "counts": {},
+                    "policy": {"archive_below_trust": 0.3},
+                    "note": "",
+                    "created_by": "user:7:ann",
+                    "created_at": "2026-12-03T09:30:00Z",
+                    "started_at": None,
+                    "finished_at": None,
+                },
+                response_only=True,
+                status_codes=[200, 202],
+            )
+        ],  # fmt: skip
         tags=["retention"],
     )
     def run(self, request: Request, tenant: str | None = None) -> Response:

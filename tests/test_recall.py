@@ -16,6 +16,7 @@ from facts.embedding import facts_embed_batch
 from facts.models import Fact, FactVector
 from facts.selectors import fact_get
 from memoryadmin.roles import as_owner
+from retrieval import search
 from retrieval.context import context_build, context_cached
 from retrieval.embedders import get_embedder
 from retrieval.search import recall_search
@@ -119,6 +120,27 @@ def test_english_questions_find_chinese_memories_by_meaning(tenant, system_actor
     _store(tenant, system_actor)
     assert _top(tenant, "business trip to Shanghai", channels=["vec"])[0] == FACTS[3]
     assert _top(tenant, "team stand-up meeting time", channels=["vec"])[0] == FACTS[4]
+
+
+BILINGUAL = [
+    "Bob is allergic to peanuts",
+    "The printer on the third floor is out of toner",
+    "Our cat is called Mochi and she sleeps on the printer",
+    "老王下周三去上海出差",
+    "团队每周一上午十点开站会",
+    "我女儿的生日是三月十二日",
+]
+
+
+def test_questions_find_memories_written_in_the_other_language(tenant, system_actor) -> None:
+    # The default channels, a bilingual tenant: a Chinese question must not settle for Chinese
+    # memories about other things, nor an English one for English memories that share a word.
+    _store(tenant, system_actor, texts=BILINGUAL)
+    assert _top(tenant, "鲍勃对什么过敏？")[0] == BILINGUAL[0]
+    assert _top(tenant, "三楼的打印机怎么了？")[0] == BILINGUAL[1]
+    assert _top(tenant, "When is my daughter's birthday?")[0] == BILINGUAL[5]
+    assert _top(tenant, "Who is going on a business trip to Shanghai?")[0] == BILINGUAL[3]
+    assert _top(tenant, "What time is the team's weekly meeting?")[0] == BILINGUAL[4]
 
 
 def test_the_entity_channel_pulls_in_facts_about_the_people_asked_about(tenant, system_actor):
@@ -227,6 +249,36 @@ def test_conversation_turns_lift_their_neighbours(tenant, system_actor) -> None:
     hits = recall_search(tenant=tenant, query="Where did Caroline go hiking?", kind="turn").hits
     assert hits[0].fact.content == "Yosemite, we hiked to Half Dome"
     assert hits[0].factors["speaker"] > 0 and hits[0].factors["neighbour"] > 0
+
+
+def test_the_turns_next_to_a_candidate_join_it_scored_by_every_channel(
+    tenant, system_actor, monkeypatch
+) -> None:
+    lines = [
+        ("Caroline", "Did you see the game last night?"),
+        ("Melanie", "No, what happened?"),
+        ("Caroline", "Guess where I went last weekend!"),
+        ("Melanie", "Where?"),
+        ("Caroline", "Yosemite, we hiked to Half Dome"),
+        ("Melanie", "Wow, sounds amazing"),
+    ]
+    for position, (speaker, text) in enumerate(lines):
+        services.fact_add(
+            tenant=tenant, content=text, kind="turn", session_id="s1", position=position,
+            speaker=speaker, actor=system_actor,
+        )  # fmt: skip
+    while facts_embed_batch(tenant=tenant):
+        pass
+    monkeypatch.setattr(search, "CANDIDATES", 1)  # each channel brings its single best turn
+    hits = recall_search(tenant=tenant, query="Yosemite Half Dome hike", kind="turn").hits
+    found = {h.fact.content: h for h in hits}
+    assert hits[0].fact.content == lines[4][1]
+    # The turns before and after it came in as neighbours, and both channels scored them.
+    for neighbour in (lines[3][1], lines[5][1]):
+        assert neighbour in found
+        assert found[neighbour].factors["neighbour"] > 0
+    assert all(set(h.channels) == {"fts", "vec"} for h in hits)
+    assert lines[0][1] not in found, "a turn far from every candidate stays out"
 
 
 def test_an_outsider_recalls_nothing_of_this_tenant(tenant, other_tenant, system_actor) -> None:

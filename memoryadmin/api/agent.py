@@ -213,6 +213,18 @@ class AgentViewSet(TenantViewSet):
         "anything into a profile.",
         request=None,
         responses={200: WhoAmIOut},
+        examples=[
+            OpenApiExample(
+                "a write key",
+                value={
+                    "tenant": {"slug": "acme", "name": "Acme"},
+                    "key": {"prefix": "28e558758b19", "name": "coder"},
+                    "scopes": ["read", "write"],
+                    "scope_prefix": "",
+                },
+                response_only=True,
+            )
+        ],  # fmt: skip
         tags=_TAGS,
     )
     def whoami(self, request: Request) -> Response:
@@ -231,6 +243,18 @@ class AgentViewSet(TenantViewSet):
         summary="The system prompt's memory block: the team's most important facts",
         request=ProfileIn,
         responses={200: PromptOut},
+        examples=[
+            OpenApiExample(
+                "the block",
+                value={
+                    "text": "# Mnemosyne memory\nLong-term memory of team Acme: 42 memories, "
+                    "shared by its profiles. ...\n## Known facts\n- Alice prefers tea",
+                    "tokens": 61,
+                    "fact_ids": {"important": [7]},
+                },
+                response_only=True,
+            )
+        ],  # fmt: skip
         tags=_TAGS,
     )
     def prompt(self, request: Request) -> Response:
@@ -269,8 +293,17 @@ class AgentViewSet(TenantViewSet):
                 "first turn of a resumed session",
                 value={"query": "where were we?", "session_id": "chat-1", "hot_restore": True},
                 request_only=True,
-            )
-        ],
+            ),
+            OpenApiExample(
+                "the context block",
+                value={
+                    "text": "## Relevant memories\n- Alice prefers green tea over coffee",
+                    "tokens": 14,
+                    "fact_ids": {"relevant": [7]},
+                },
+                response_only=True,
+            ),
+        ],  # fmt: skip
         tags=_TAGS,
     )
     def prefetch(self, request: Request) -> Response:
@@ -300,6 +333,18 @@ class AgentViewSet(TenantViewSet):
         "`rejected` with the reason; the others are stored.",
         request=WritesIn,
         responses={200: WritesOut},
+        examples=[
+            OpenApiExample(
+                "one stored, one refused for its content",
+                value={
+                    "results": [
+                        {"key": "t-1", "status": "stored"},
+                        {"key": "f-2", "status": "rejected", "error": "content: must not be empty"},
+                    ]
+                },
+                response_only=True,
+            )
+        ],  # fmt: skip
         tags=_TAGS,
     )
     def writes(self, request: Request) -> Response:
@@ -321,6 +366,7 @@ class AgentViewSet(TenantViewSet):
         summary="End of a session: store the candidate facts in what the user said",
         request=SessionEndIn,
         responses={200: SessionEndOut},
+        examples=[OpenApiExample("two facts found", value={"candidates": 2}, response_only=True)],
         tags=_TAGS,
     )
     def session_end(self, request: Request) -> Response:
@@ -339,6 +385,13 @@ class AgentViewSet(TenantViewSet):
         ],
         request=ToolIn,
         responses={200: OpenApiTypes.OBJECT},
+        examples=[
+            OpenApiExample(
+                "fact_store add",
+                value={"fact_id": 42, "status": "added"},
+                response_only=True,
+            )
+        ],
         tags=_TAGS,
     )
     def tool(self, request: Request, tool: str) -> Response:
@@ -369,6 +422,18 @@ class ProfileImportViewSet(AgentViewSet):
         "§). All or nothing; importing the same again adds nothing.",
         request={"multipart/form-data": ProfileImportIn},
         responses={200: ProfileImportOut},
+        examples=[
+            OpenApiExample(
+                "a holographic store and the memory files",
+                value={
+                    "added": 6,
+                    "exists": 0,
+                    "entities_linked": 2,
+                    "sources": ["memory_store.db", "MEMORY.md", "USER.md"],
+                },
+                response_only=True,
+            )
+        ],  # fmt: skip
         tags=_TAGS,
     )
     def profile_import(self, request: Request) -> Response:
