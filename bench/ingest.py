@@ -139,7 +139,11 @@ def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[st
         for process in processes:
             os.killpg(process.pid, signal.SIGTERM)
         for process in processes:
-            process.wait(timeout=60)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:  # still draining nudges: nothing left to keep
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=20)
     progress(
         f"{workers} worker(s): {facts} facts stored in {stored:.1f} s, embedded by {total:.1f} s"
     )

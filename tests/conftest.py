@@ -120,6 +120,17 @@ def owner_actor(owner):
 
 
 @pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    """Every test starts in the default language: a request a test client made in Chinese leaves
+    its language active on the thread (in a server every request sets its own)."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_vector_registry() -> Iterator[None]:
     """Each test's transaction is rolled back, registered embedding models with it: the process
     must not remember them."""

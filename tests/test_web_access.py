@@ -35,6 +35,9 @@ WRITE_BODIES: dict[str, dict[str, Any]] = {
     "fact_remove": {},
     "fact_restore": {},
     "fact_purge": {"reason": "asked to forget"},
+    "fact_pin": {"pinned": "true"},
+    "retention_run": {"dry_run": "true"},
+    "facts_import_bundle": {},  # no file: the page says so (302 back to the facts)
     "retention": {"archive_below_trust": "0.2", "legal_hold": "on"},
     "member_add": {"username": "carol", "role": "auditor"},
     "member_role": {"role": "admin"},
