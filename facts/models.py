@@ -394,12 +394,13 @@ class RetentionRun(TenantOwned):
     class Meta:
         indexes = [models.Index(fields=["tenant", "-id"], name="retentionrun_tenant")]
         constraints = [
+            models.UniqueConstraint(fields=["tenant", "id"], name="retentionrun_tenant_id"),
             # One real run at a time per tenant: two beats or two clicks cannot start two.
             models.UniqueConstraint(
                 fields=["tenant"],
                 condition=models.Q(status__in=["queued", "running"], dry_run=False),
                 name="retentionrun_one_open",
-            )
+            ),
         ]
 
     def __str__(self) -> str:

@@ -158,6 +158,8 @@ class EmbeddedPostgres:
             return None
         except PermissionError:
             pass  # alive, owned by another user
+        if _zombie(pid):
+            return None  # killed, and its parent (`up`) has not collected it yet
         if not (self.socket_dir / f".s.PGSQL.{PORT}").exists():
             return None
         return pid
@@ -324,3 +326,12 @@ class EmbeddedPostgres:
 
 def server_for_home(home: Path) -> EmbeddedPostgres:
     return EmbeddedPostgres(home=Path(home).resolve())
+
+
+def _zombie(pid: int) -> bool:
+    """A process that has ended but is still listed (Linux: state Z in /proc)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state == "Z"

@@ -76,7 +76,7 @@ SELECT DISTINCT c.relname FROM pg_trigger t
 """
 
 
-# The cross-tenant functions (tenants/migrations/0005_database_roles.py); not PUBLIC's to run.
+# The cross-tenant functions (tenants/migrations/0006_database_roles.py); not PUBLIC's to run.
 _DEFINER_FUNCTIONS = """
 SELECT p.oid::regprocedure::text FROM pg_proc p
  WHERE p.prosecdef AND p.pronamespace = current_schema()::regnamespace

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 # well past that, so no process is left asking a model whose vectors are gone.
 SERVING_CACHE_S = 10.0
 RETIRED_GRACE = timedelta(minutes=2)
-# HNSW options: m = 16, ef_construction = 64 (in mnemosyne_vector_index_create, tenants 0005).
+# HNSW options: m = 16, ef_construction = 64 (in mnemosyne_vector_index_create, tenants 0006).
 
 
 class VectorModelMismatch(EmbedderError):

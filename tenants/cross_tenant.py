@@ -4,7 +4,7 @@ The runtime role sees one tenant at a time: row-level security admits only the r
 tenant `tenant_scope` names. What must look across tenants (which tenant an API key or a sign-up
 link belongs to, a user's tenants, which tenants beat's sweeps must visit, deleting a whole
 tenant) calls a SECURITY DEFINER function owned by the owner role
-(tenants/migrations/0005_database_roles.py), which returns only what the caller needs.
+(tenants/migrations/0006_database_roles.py), which returns only what the caller needs.
 """
 
 from __future__ import annotations

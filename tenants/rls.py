@@ -4,7 +4,7 @@ Row-level security admits a row when its tenant_id equals the transaction's `app
 (set by `tenants.scope.tenant_scope`), and nothing else to the runtime role. FORCE applies the
 policy to the table's owner too; the owner (the role that runs migrations) also has the
 `owner_cross_tenant` policy, which admits every row only while `app.cross_tenant` is on: the
-SECURITY DEFINER functions of tenants/migrations/0005_database_roles.py set it for their own
+SECURITY DEFINER functions of tenants/migrations/0006_database_roles.py set it for their own
 duration, and data migrations that must see every tenant set it themselves. Superusers and
 BYPASSRLS roles escape every policy, so the runtime role must be neither and must own no table
 (`/healthz` and a system check say so, memoryadmin.roles).

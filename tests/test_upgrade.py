@@ -21,7 +21,7 @@ from tests.helpers import PYTHON, REPO, child_env, database_url
 
 pytestmark = pytest.mark.django_db
 
-BEFORE_ROLES = "0004_tenant_deletion_record"  # tenants' last migration of the previous release
+BEFORE_ROLES = "0005_lifecycle"  # tenants' last migration before the database roles
 
 FILL = (
     "from tenants.actors import Actor; from tenants.services import *; "

@@ -17,7 +17,7 @@ E5_MODEL = "multilingual-e5-small-int8"
 E5_INDEX = "factvector_hnsw_e2e54649b5e4"  # retrieval.vectors.index_name(E5_MODEL)
 
 COPY_VECTORS = """
--- Both settings: the policies of a database made before tenants 0005 know only the first.
+-- Both settings: the policies of a database made before tenants 0006 know only the first.
 SELECT set_config('app.all_tenants', 'on', true), set_config('app.cross_tenant', 'on', true);
 INSERT INTO facts_factvector (tenant_id, fact_id, model, dimension, embedding, created_at)
 SELECT tenant_id, id, embedding_model, vector_dims(embedding), embedding, now()

@@ -9,7 +9,7 @@ from tenants.rls import APPEND_ONLY_FUNCTION, tenant_rls
 class Migration(migrations.Migration):
     dependencies = [
         ("facts", "0008_entity_curation_rls"),
-        ("tenants", "0006_lifecycle"),
+        ("tenants", "0005_lifecycle"),
     ]
 
     operations = [

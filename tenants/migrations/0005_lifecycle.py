@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tenants", "0005_database_roles"),
+        ("tenants", "0004_tenant_deletion_record"),
     ]
 
     operations = [

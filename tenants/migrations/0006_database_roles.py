@@ -185,8 +185,8 @@ def _revoke_public(signature: str) -> str:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tenants", "0004_tenant_deletion_record"),
-        ("facts", "0008_entity_curation_rls"),
+        ("tenants", "0005_lifecycle"),
+        ("facts", "0009_lifecycle"),
         ("retrieval", "0004_recalllatency"),
     ]
 
