@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -32,6 +32,16 @@ def child_env(**overrides: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env["PYTHONPATH"] = str(REPO)
     env["PYTHONUNBUFFERED"] = "1"
+    url = overrides.get("DATABASE_URL")
+    if url and "DATABASE_OWNER_URL" not in overrides and env.get("DATABASE_OWNER_URL"):
+        # The owner of the database the child is given (tests/settings.py names the server's
+        # database; a child is given the test database).
+        name = urlsplit(url).path
+        env["DATABASE_OWNER_URL"] = urlunsplit(
+            urlsplit(env["DATABASE_OWNER_URL"])._replace(path=name)
+        )
+    if "DATABASE_URL" in overrides and "DATABASE_REPLICA_URL" not in overrides:
+        env.pop("DATABASE_REPLICA_URL", None)  # the replica tests give theirs
     for key, value in overrides.items():
         if value is None:
             env.pop(key, None)
