@@ -42,6 +42,8 @@ def child_env(**overrides: str | None) -> dict[str, str]:
         )
     if "DATABASE_URL" in overrides and "DATABASE_REPLICA_URL" not in overrides:
         env.pop("DATABASE_REPLICA_URL", None)  # the replica tests give theirs
+    if "DATABASE_URL" in overrides and not url and "DATABASE_OWNER_URL" not in overrides:
+        env.pop("DATABASE_OWNER_URL", None)  # the embedded database: it makes both roles
     for key, value in overrides.items():
         if value is None:
             env.pop(key, None)
