@@ -138,7 +138,9 @@ _ZH_VERBISH_TAGS = frozenset({"v", "vd", "vi", "vg", "d", "ad", "p", "c", "u", "
 
 _ZH_NUMBER_TAGS = frozenset({"m", "mq", "t", "q"})
 _ZH_DATE_UNITS = frozenset("年月日号点")
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+# A number stands on its own: the digits in a name (agent1, gpt4, h100, ipv6) are not one.
+_NUMBER = re.compile(r"(?<![^\W_])\d+(?:[.,:]\d+)*")
+_LATIN_WORD = re.compile(r"[^\W\d_]+\d\w*(?:\.\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
 
 
 def _zh_number(text: str) -> float | None:
@@ -169,9 +171,10 @@ class Statement:
     words: frozenset[str]  # content words, lightly normalised
     sequence: tuple[str, ...]  # the same, in order (a value swap keeps the frame in place)
     values: frozenset[str]  # numbers, times, weekdays, months
+    value_order: tuple[str, ...]  # the same, in the order the text gives them
     negated: bool
     additive: bool
-    capitals: frozenset[str]  # words written with a capital (names)
+    capitals: frozenset[str]  # names: words written with a capital, and words with digits in
     verbish: frozenset[str]  # content words that are verbs, adverbs or words of being
     text: str  # case, width, spacing and punctuation folded
 
@@ -210,7 +213,7 @@ def statement(text: str) -> Statement:
     normalized = unicodedata.normalize("NFKC", text)
     words: set[str] = set()
     sequence: list[str] = []
-    values: set[str] = set()
+    values: list[str] = []  # in order: 'from 1 to 2' is not 'from 2 to 1'
     capitals: set[str] = set()
     verbish: set[str] = set()
     negations = 0
@@ -219,7 +222,7 @@ def statement(text: str) -> Statement:
     for run in _HAN_RUN.finditer(normalized):
         chunk = run.group()
         for match in _ZH_WEEKDAY.finditer(chunk):
-            values.add(_ZH_WEEKDAYS[match.group(1)])
+            values.append(_ZH_WEEKDAYS[match.group(1)])
         chunk = _ZH_WEEKDAY.sub(" ", chunk)
         for piece in chunk.split():
             for token in _zh_tagger().cut(piece, HMM=False):
@@ -250,7 +253,7 @@ def statement(text: str) -> Statement:
                     number = _zh_number(head.group())
                     if number is not None:
                         unit = word[head.end() : head.end() + 1]
-                        values.add(f"{number:g}{unit if unit in _ZH_DATE_UNITS else ''}")
+                        values.append(f"{number:g}{unit if unit in _ZH_DATE_UNITS else ''}")
                         continue
                 if flag in ("m", "q", "mq") and len(word) == 1:
                     continue  # a unit on its own: 元, 个
@@ -262,11 +265,15 @@ def statement(text: str) -> Statement:
                     verbish.add(word)
     latin = _HAN_RUN.sub(" ", normalized)
     for match in _NUMBER.finditer(latin):
-        values.add(match.group().replace(",", ""))
+        values.append(match.group().replace(",", ""))
     latin = _NUMBER.sub(" ", latin)
-    raw_words = re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)?", latin)
-    for raw in raw_words:
+    for raw in _LATIN_WORD.findall(latin):
         lower = raw.lower().replace("’", "'")
+        if any(char.isdigit() for char in raw):  # a name with digits: a word as it stands
+            words.add(lower)
+            sequence.append(lower)
+            capitals.add(lower)
+            continue
         if lower == "o'clock":
             continue
         bare = lower.replace("'", "")
@@ -277,13 +284,13 @@ def statement(text: str) -> Statement:
             additive = True
             continue
         if lower in _EN_NUMBERS:
-            values.add(f"{_EN_NUMBERS[lower]:g}")
+            values.append(f"{_EN_NUMBERS[lower]:g}")
             continue
         if lower in _EN_WEEKDAYS:
-            values.add(_EN_WEEKDAYS[lower])
+            values.append(_EN_WEEKDAYS[lower])
             continue
         if lower in _EN_MONTHS and (raw[0].isupper() or lower != "may"):
-            values.add(_EN_MONTHS[lower])
+            values.append(_EN_MONTHS[lower])
             continue
         if lower in ("am", "pm") or lower in _EN_STOP:
             continue
@@ -301,6 +308,7 @@ def statement(text: str) -> Statement:
         words=frozenset(words),
         sequence=tuple(sequence),
         values=frozenset(values),
+        value_order=tuple(values),
         negated=negations % 2 == 1,
         additive=additive,
         capitals=frozenset(capitals),
@@ -347,6 +355,12 @@ def _dates(values: frozenset[str]) -> bool:
     return any(
         v.startswith(("weekday:", "month:")) or v.endswith(("月", "日", "号", "点")) for v in values
     )
+
+
+def _names_differ(a: Statement, b: Statement) -> bool:
+    """Each names someone or something the other does not (Alice / Bob prefers coffee, agent1 /
+    agent2 wrote it): about another subject, so never one fact, however close the vectors."""
+    return bool(a.capitals - b.words) and bool(b.capitals - a.words)
 
 
 def _adds_detail(extra_a: set[str], extra_b: set[str]) -> bool:
@@ -456,6 +470,8 @@ def pair_judge(
         and similarity >= duplicate_threshold
         and not other_thing
         and not values_differ
+        and not (sa.values and sb.values and sa.value_order != sb.value_order)
+        and not _names_differ(sa, sb)
         and sa.negated == sb.negated
         and jaccard >= DUPLICATE_JACCARD
         and (

@@ -68,6 +68,18 @@ def test_the_judge_tells_contradictions_duplicates_and_additions_apart() -> None
                       similarity=0.97).label == "duplicate"  # fmt: skip
     assert pair_judge("Bob lives in Berlin.", "Bob lives in Munich.",
                       similarity=0.99).label == "contradict"  # fmt: skip
+    # Close vectors about another subject, or the same numbers in another order, are two facts.
+    for a, b in [
+        ("Alice prefers black coffee.", "Bob prefers black coffee."),
+        ("agent1 wrote note number 2 about the harbour",
+         "agent2 wrote note number 1 about the harbour"),
+        ("The shuttle runs from stop 1 to stop 2.", "The shuttle runs from stop 2 to stop 1."),
+    ]:  # fmt: skip
+        assert pair_judge(a, b, similarity=0.99).label != "duplicate", (a, b)
+    # A name with digits in it is a word: another one in its place is another value.
+    assert pair_judge("The wifi password is sunflower42.", "The wifi password is maple77.") == (
+        pair_judge("The wifi password is sunflower.", "The wifi password is maple.")
+    )
 
 
 def test_the_worker_records_conflicts_in_english_and_chinese(tenant, system_actor) -> None:
@@ -184,6 +196,10 @@ def test_a_near_duplicate_joins_the_stored_fact(tenant, system_actor) -> None:
                     actor=system_actor, scope="user:marcus").status == "added"  # fmt: skip
     assert fact_add(tenant=tenant, content="Marcus is allergic to peanuts!!",
                     actor=system_actor, scope="user:other").status == "added"  # fmt: skip
+    # Agents numbered in their names: each one's note is its own fact.
+    notes = [f"agent{a} wrote note number {n} about the harbour" for a in (1, 2) for n in (1, 2)]
+    stored = _store(tenant, system_actor, *notes, scope="user:marcus")
+    assert len({fact.pk for fact in stored}) == 4
     turn = fact_add(tenant=tenant, content="Marcus is allergic to peanuts.", kind="turn",
                     session_id="s1", actor=system_actor, scope="user:marcus")  # fmt: skip
     assert turn.status == "added" and turn.fact.pk != first.pk
