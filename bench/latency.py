@@ -445,18 +445,36 @@ def load_tenant(
 
 def load(args: argparse.Namespace, pool: Pool, now: datetime) -> tuple[Any, dict[str, Any]]:
     """Create the tenants and their facts; returns the large tenant and the load figures."""
+    # The large tenant sits in the middle of the others, so its rows are not simply first.
+    sizes = [args.other_facts] * args.tenants
+    sizes[args.tenants // 2] = args.facts
+    tenants, figures = load_tenants(sizes, pool, now, seed=args.seed, large={args.tenants // 2})
+    return tenants[args.tenants // 2], figures
+
+
+def load_tenants(
+    sizes: list[int],
+    pool: Pool,
+    now: datetime,
+    *,
+    seed: int,
+    large: set[int] | None = None,
+    slug: str = "latency",
+) -> tuple[list[Any], dict[str, Any]]:
+    """One tenant per size, in that order, with the HNSW index dropped during the load and
+    rebuilt after it; returns the tenants and the load figures."""
     from django.db import connection
 
     from retrieval.vectors import configured_embedder, index_name
     from tenants.actors import Actor
     from tenants.services import tenant_create
 
-    actor = Actor.job("bench.latency")
-    rng = random.Random(args.seed)  # noqa: S311 - reproducible data, not secrets
-    vector_rng = np.random.default_rng(args.seed)
+    actor = Actor.job(f"bench.{slug}")
+    rng = random.Random(seed)  # noqa: S311 - reproducible data, not secrets
+    vector_rng = np.random.default_rng(seed)
     # The default model serves recall, as in a product that embedded these facts itself.
     if configured_embedder().name != HNSW_MODEL or index_name(HNSW_MODEL) != HNSW_INDEX:
-        raise SystemExit(f"bench.latency measures the default embedder ({HNSW_MODEL})")
+        raise SystemExit(f"bench.{slug} measures the default embedder ({HNSW_MODEL})")
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [HNSW_INDEX])
         (definition,) = cursor.fetchone()
@@ -464,25 +482,23 @@ def load(args: argparse.Namespace, pool: Pool, now: datetime) -> tuple[Any, dict
     progress(f"dropped {HNSW_INDEX} for the load (rebuilt after it, the same)")
     create_staging()
     started = time.perf_counter()
-    big = None
+    tenants = []
     loaded = 0
-    # The large tenant sits in the middle of the others, so its rows are not simply first.
-    for number in range(args.tenants):
-        is_big = number == args.tenants // 2
-        count = args.facts if is_big else args.other_facts
+    total = sum(sizes)
+    for number, count in enumerate(sizes):
         tenant = tenant_create(
-            slug=f"latency-{number}", name=f"Latency tenant {number}", actor=actor
+            slug=f"{slug}-{number}", name=f"{slug.capitalize()} tenant {number}", actor=actor
         )
         rows = generate_rows(vector_rng, pool, count)
         load_tenant(tenant, pool, rows, rng, now, str(actor))
         loaded += count
+        tenants.append(tenant)
         elapsed = time.perf_counter() - started
+        mark = " (large)" if large and number in large else ""
         progress(
-            f"tenant {number + 1}/{args.tenants}{' (large)' if is_big else ''}: {count} facts; "
-            f"{loaded} rows loaded in {elapsed:.0f} s ({loaded / elapsed:.0f} rows/s)"
+            f"tenant {number + 1}/{len(sizes)}{mark}: {count} facts; {loaded}/{total} rows "
+            f"loaded in {elapsed:.0f} s ({loaded / elapsed:.0f} rows/s)"
         )
-        if is_big:
-            big = tenant
     load_s = time.perf_counter() - started
     progress(f"building {HNSW_INDEX} over {loaded} rows (maintenance_work_mem 1GB)")
     started = time.perf_counter()
@@ -499,8 +515,7 @@ def load(args: argparse.Namespace, pool: Pool, now: datetime) -> tuple[Any, dict
         for table in ("facts_fact", "facts_factvector", "facts_entity", "facts_factentity"):
             cursor.execute(f"VACUUM (ANALYZE) {table}")
     progress(f"vacuumed and analyzed in {time.perf_counter() - started:.1f} s")
-    assert big is not None
-    return big, {
+    return tenants, {
         "rows": loaded,
         "load_s": round(load_s, 1),
         "rows_per_s": round(loaded / load_s),
