@@ -205,26 +205,167 @@ def _entity_map(tenant: Tenant, reader: BundleReader, summary: ImportSummary) ->
     return mapping
 
 
-def _existing(tenant: Tenant, body: dict[str, Any]) -> Fact | None:
-    facts = Fact.objects.for_tenant(tenant)
+IMPORT_BATCH = 500  # facts written per round of bulk inserts
+
+
+def _key(body: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes a memory the same one: a fact's scope and text, a turn's session and place."""
     if body["kind"] == Kind.TURN:
-        return facts.filter(
-            kind=Kind.TURN, session_id=body["session_id"], position=body["position"]
-        ).first()
-    return facts.filter(
-        kind=Kind.FACT, scope=body["scope"], content_hash=body["content_hash"]
-    ).first()
+        return (Kind.TURN, body["session_id"], body["position"])
+    return (Kind.FACT, body["scope"], body["content_hash"])
+
+
+def _existing(tenant: Tenant, bodies: list[dict[str, Any]]) -> dict[tuple[Any, ...], Fact]:
+    """The tenant's memories that are already there, by `_key`, in two queries."""
+    facts = Fact.objects.for_tenant(tenant).defer("search_vector")
+    hashes = {b["content_hash"] for b in bodies if b["kind"] != Kind.TURN}
+    sessions = {b["session_id"] for b in bodies if b["kind"] == Kind.TURN}
+    found: dict[tuple[Any, ...], Fact] = {}
+    if hashes:
+        for fact in facts.filter(kind=Kind.FACT, content_hash__in=hashes):
+            found[(Kind.FACT, fact.scope, fact.content_hash)] = fact
+    if sessions:
+        for fact in facts.filter(kind=Kind.TURN, session_id__in=sessions):
+            found[(Kind.TURN, fact.session_id, fact.position)] = fact
+    return found
 
 
 def _when(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
+@dataclass
+class _Batch:
+    """Fact records waiting to be written, and vectors waiting for their facts."""
+
+    facts: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
+    vectors: list[tuple[Any, list[float]]] = field(default_factory=list)
+    created: dict[Any, int] = field(default_factory=dict)  # bundle's fact id -> new fact's id
+    written: set[Any] = field(default_factory=set)  # bundle's fact ids already handled
+
+
+def _write_facts(
+    tenant: Tenant,
+    batch: _Batch,
+    *,
+    entities: dict[Any, int],
+    actor: Actor,
+    reader: BundleReader,
+    summary: ImportSummary,
+    now: datetime,
+) -> None:
+    """Write the waiting fact records: the new ones in bulk, with their links, feedback and
+    history; the ones already there counted, or restored when archived here and active there."""
+    from facts.services import _search_vector
+
+    existing = _existing(tenant, [body for _, body in batch.facts])
+    new: list[tuple[Any, dict[str, Any], Fact]] = []
+    for record_id, body in batch.facts:
+        batch.written.add(record_id)
+        there = existing.get(_key(body))
+        if there is not None:
+            if there.status == Status.ARCHIVED and body["status"] == Status.ACTIVE:
+                there.status = Status.ACTIVE
+                there.save(update_fields=["status", "updated_at"])
+                FactEvent.objects.create(
+                    tenant=tenant, fact_id=there.pk, action=EventAction.RESTORE,
+                    actor=str(actor), before={"status": "archived"},
+                    after={"status": "active", "from_bundle": reader.stem.name}, at=now,
+                )  # fmt: skip
+                summary.restored += 1
+            else:
+                summary.exists += 1
+            continue
+        fact = Fact(
+            tenant=tenant, kind=body["kind"], content=body["content"],
+            content_hash=body["content_hash"], scope=body["scope"],
+            session_id=body["session_id"], position=body["position"],
+            speaker=body["speaker"], category=body["category"], tags=body["tags"],
+            metadata=body["metadata"], trust_score=body["trust_score"],
+            helpful_count=body["helpful_count"], unhelpful_count=body["unhelpful_count"],
+            retrieval_count=body["retrieval_count"],
+            last_retrieved_at=_when(body["last_retrieved_at"]),
+            importance=body["importance"], pinned=body.get("pinned", False),
+            mention_count=body["mention_count"],
+            status=body["status"] if body["status"] in Status.values else Status.ACTIVE,
+            archived_at=_when(body.get("archived_at")), created_by=body["created_by"],
+            created_at=_when(body["created_at"]) or now, updated_at=now,
+            search_vector=_search_vector(body["content"]),
+        )  # fmt: skip
+        existing[_key(body)] = fact  # the same memory twice in one bundle is added once
+        new.append((record_id, body, fact))
+    batch.facts.clear()
+    if not new:
+        return
+    Fact.objects.bulk_create([fact for _, _, fact in new])
+    links, feedback, history = [], [], []
+    for record_id, body, fact in new:
+        batch.created[record_id] = fact.pk
+        links += [
+            FactEntity(tenant=tenant, fact_id=fact.pk, entity_id=entities[old], role=role)
+            for old, role in body.get("entities", [])
+            if old in entities
+        ]
+        feedback += [
+            Feedback(tenant=tenant, fact_id=fact.pk, helpful=f["helpful"], actor=f["actor"])
+            for f in body.get("feedback", [])
+        ]
+        history += [
+            FactEvent(
+                tenant=tenant, fact_id=fact.pk, action=e["action"], actor=e["actor"],
+                before=e["before"], after=e["after"], at=_when(e["at"]) or now,
+            )
+            for e in body.get("history", [])
+        ]  # fmt: skip
+        history.append(
+            FactEvent(
+                tenant=tenant,
+                fact_id=fact.pk,
+                action=EventAction.IMPORT,
+                actor=str(actor),
+                after={
+                    "bundle": reader.stem.name,
+                    "from_tenant": reader.manifest.tenant,
+                    "from_id": record_id,
+                },
+                at=now,
+            )  # fmt: skip
+        )
+    FactEntity.objects.bulk_create(links, ignore_conflicts=True, batch_size=2000)
+    Feedback.objects.bulk_create(feedback, batch_size=2000)
+    FactEvent.objects.bulk_create(history, batch_size=2000)
+    summary.added += len(new)
+
+
+def _write_vectors(tenant: Tenant, batch: _Batch, *, model: str, summary: ImportSummary) -> None:
+    """Store the waiting vectors whose facts this import added; drop those of facts that were
+    already there; keep waiting those whose facts are still to come."""
+    ready: list[FactVector] = []
+    waiting: list[tuple[Any, list[float]]] = []
+    for record_id, embedding in batch.vectors:
+        fact_id = batch.created.get(record_id)
+        if fact_id is not None:
+            ready.append(
+                FactVector(tenant=tenant, fact_id=fact_id, model=model,
+                           dimension=len(embedding), embedding=embedding)
+            )  # fmt: skip
+        elif record_id not in batch.written:
+            waiting.append((record_id, embedding))
+    batch.vectors = waiting
+    if ready:
+        FactVector.objects.bulk_create(ready, batch_size=2000)
+        Fact.objects.for_tenant(tenant).filter(pk__in=[v.fact_id for v in ready]).update(
+            embedding_model=model
+        )
+        summary.vectors_kept += len(ready)
+
+
 def tenant_import(
     *, tenant: Tenant, path: Path | str, actor: Actor, progress: Progress = _quiet
 ) -> ImportSummary:
-    """Import a bundle into `tenant` (the same or another one): all or nothing, idempotent."""
-    from facts.services import _schedule_embedding, _search_vector, content_hash
+    """Import a bundle into `tenant` (the same or another one): all or nothing, idempotent.
+    Facts are written in rounds of IMPORT_BATCH, each a few bulk inserts."""
+    from facts.services import _schedule_embedding, content_hash
 
     reader = bundle_open(path)  # verifies everything before anything is added
     manifest = reader.manifest
@@ -233,99 +374,33 @@ def tenant_import(
     summary = ImportSummary(model=manifest.model, counts=manifest.counts)
     total = manifest.counts.get("fact", 0)
     now = timezone.now()
+    batch = _Batch()
     with tenant_scope(tenant), transaction.atomic():
         entities = _entity_map(tenant, reader, summary)
-        created: dict[Any, Fact] = {}
         done = 0
+
+        def write() -> None:
+            _write_facts(tenant, batch, entities=entities, actor=actor, reader=reader,
+                         summary=summary, now=now)  # fmt: skip
+            _write_vectors(tenant, batch, model=model, summary=summary)
+            progress(done, total)
+
         for record in reader.records(["fact", "vector"]):
             if record.type == "vector":
-                fact = created.get(record.id)
-                if fact is not None and same_model and record.body.get("model") == model:
-                    embedding = record.body["embedding"]
-                    FactVector.objects.create(
-                        tenant=tenant, fact=fact, model=model, dimension=len(embedding),
-                        embedding=embedding,
-                    )  # fmt: skip
-                    Fact.objects.for_tenant(tenant).filter(pk=fact.pk).update(embedding_model=model)
-                    summary.vectors_kept += 1
+                if same_model and record.body.get("model") == model:
+                    batch.vectors.append((record.id, record.body["embedding"]))
                 continue
             body = record.body
-            done += 1
             try:
                 body["content_hash"] = content_hash(body["content"])
-                existing = _existing(tenant, body)
+                _key(body)
             except (KeyError, TypeError) as error:
                 raise InvalidInput("bundle", f"record of fact {record.id} lacks {error}") from None
-            if existing is not None:
-                if existing.status == Status.ARCHIVED and body["status"] == Status.ACTIVE:
-                    existing.status = Status.ACTIVE
-                    existing.save(update_fields=["status", "updated_at"])
-                    FactEvent.objects.create(
-                        tenant=tenant, fact_id=existing.pk, action=EventAction.RESTORE,
-                        actor=str(actor), before={"status": "archived"},
-                        after={"status": "active", "from_bundle": reader.stem.name}, at=now,
-                    )  # fmt: skip
-                    summary.restored += 1
-                else:
-                    summary.exists += 1
-                if done % 500 == 0:
-                    progress(done, total)
-                continue
-            fact = Fact.objects.create(
-                tenant=tenant, kind=body["kind"], content=body["content"],
-                content_hash=body["content_hash"], scope=body["scope"],
-                session_id=body["session_id"], position=body["position"],
-                speaker=body["speaker"], category=body["category"], tags=body["tags"],
-                metadata=body["metadata"], trust_score=body["trust_score"],
-                helpful_count=body["helpful_count"], unhelpful_count=body["unhelpful_count"],
-                retrieval_count=body["retrieval_count"],
-                last_retrieved_at=_when(body["last_retrieved_at"]),
-                importance=body["importance"], pinned=body.get("pinned", False),
-                mention_count=body["mention_count"],
-                status=body["status"] if body["status"] in Status.values else Status.ACTIVE,
-                archived_at=_when(body.get("archived_at")), created_by=body["created_by"],
-                created_at=_when(body["created_at"]) or now,
-                search_vector=_search_vector(body["content"]),
-            )  # fmt: skip
-            created[record.id] = fact
-            FactEntity.objects.bulk_create(
-                [
-                    FactEntity(tenant=tenant, fact=fact, entity_id=entities[old], role=role)
-                    for old, role in body.get("entities", [])
-                    if old in entities
-                ],
-                ignore_conflicts=True,
-            )
-            Feedback.objects.bulk_create(
-                Feedback(tenant=tenant, fact=fact, helpful=f["helpful"], actor=f["actor"])
-                for f in body.get("feedback", [])
-            )
-            history = [
-                FactEvent(
-                    tenant=tenant, fact_id=fact.pk, action=e["action"], actor=e["actor"],
-                    before=e["before"], after=e["after"], at=_when(e["at"]) or now,
-                )
-                for e in body.get("history", [])
-            ]  # fmt: skip
-            history.append(
-                FactEvent(
-                    tenant=tenant,
-                    fact_id=fact.pk,
-                    action=EventAction.IMPORT,
-                    actor=str(actor),
-                    after={
-                        "bundle": reader.stem.name,
-                        "from_tenant": manifest.tenant,
-                        "from_id": record.id,
-                    },
-                    at=now,
-                )  # fmt: skip
-            )
-            FactEvent.objects.bulk_create(history)
-            summary.added += 1
-            if done % 500 == 0:
-                progress(done, total)
-        progress(done, total)
+            if len(batch.facts) >= IMPORT_BATCH:
+                write()
+            batch.facts.append((record.id, body))
+            done += 1
+        write()
         summary.to_embed = summary.added - summary.vectors_kept
         FactEvent.objects.create(
             tenant=tenant, fact_id=None, action=EventAction.IMPORT, actor=str(actor),

@@ -54,6 +54,15 @@ def _counts(tenant) -> dict[str, int]:
         }
 
 
+def _vectors_by_text(tenant) -> dict[str, tuple[str, list[float]]]:
+    with tenant_scope(tenant):
+        vectors = {v.fact_id: v.embedding for v in FactVector.objects.for_tenant(tenant)}
+        return {
+            f.content: (f.scope, [round(float(x), 5) for x in vectors[f.pk][:4]])
+            for f in Fact.objects.for_tenant(tenant)
+        }
+
+
 def test_export_then_import_into_another_tenant_twice(filled, tenant, other_tenant, tmp_path):
     stem = tmp_path / "acme"
     summary = tenant_export(tenant=tenant, out=stem, actor=ACTOR)
@@ -71,6 +80,34 @@ def test_export_then_import_into_another_tenant_twice(filled, tenant, other_tena
     assert alice.embedding_model  # its vector came along: no embedding needed
     actions = [e.action for e in selectors.fact_history(tenant=other_tenant, fact_id=alice.pk)]
     assert actions == ["create", "feedback", "import"]  # its history came along
+
+
+def test_an_import_in_many_rounds_keeps_every_fact_its_vector_and_links(
+    filled, tenant, other_tenant, tmp_path, monkeypatch
+):
+    """Facts are written in rounds: with a round of 2, vectors, links, feedback and history
+    still reach the right facts across the rounds' edges, and the second import adds nothing."""
+    from facts import transfer
+
+    more = [f"Dana keeps note {n} of the harbour log" for n in range(7)]
+    for text in more:
+        services.fact_add(tenant=tenant, content=text, actor=ACTOR, scope="project:harbour")
+    while facts_embed_batch(tenant=tenant):
+        pass
+    stem = tmp_path / "rounds"
+    tenant_export(tenant=tenant, out=stem, actor=ACTOR)
+    monkeypatch.setattr(transfer, "IMPORT_BATCH", 2)
+    first = tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
+    assert (first.added, first.exists, first.vectors_kept, first.to_embed) == (11, 0, 11, 0)
+    assert _counts(other_tenant) == _counts(tenant)
+    assert _vectors_by_text(other_tenant) == _vectors_by_text(tenant)  # each its own vector
+    with tenant_scope(other_tenant):
+        bob = Fact.objects.for_tenant(other_tenant).get(content="Bob maintains the billing service")
+        links = FactEntity.objects.for_tenant(other_tenant).filter(fact=bob)
+        assert [link.entity.name for link in links] == ["Bob"]
+    second = tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
+    assert (second.added, second.exists, second.vectors_kept) == (0, 11, 0)
+    assert _counts(other_tenant) == _counts(tenant)
 
 
 def test_a_scope_export_and_a_different_model_reembeds(filled, tenant, other_tenant, tmp_path):
