@@ -8,8 +8,9 @@
   entities linked, audited), then embedded and indexed by that many real Celery worker processes
   (`--concurrency 1` each, through the filesystem broker); facts per second from the first add to
   the last vector;
-- bundles: `--bundle-facts` facts stored in bulk, exported (`tenant_export`) and imported into an
-  empty tenant (`tenant_import`, vectors kept): seconds each and the bundle's size.
+- bundles: `--bundle-facts` facts stored in bulk with a vector each (the served model's size),
+  exported (`tenant_export`) and imported into an empty tenant (`tenant_import`, vectors kept):
+  seconds each and the bundle's size.
 
 The texts are LoCoMo's dialogue turns (`--data`, a LoCoMo-format JSON file), cycled.
 """
@@ -152,11 +153,13 @@ def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[st
 
 
 def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
+    import numpy as np
     from django.utils import timezone
 
-    from facts.models import Fact
+    from facts.models import Fact, FactVector
     from facts.services import content_hash
     from facts.transfer import tenant_export, tenant_import
+    from retrieval.vectors import configured_embedder
     from tenants.actors import Actor
     from tenants.scope import tenant_scope
     from tenants.services import tenant_create
@@ -165,15 +168,25 @@ def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
     source = tenant_create(slug="bundle-source", name="bundle source", actor=actor)
     target = tenant_create(slug="bundle-target", name="bundle target", actor=actor)
     now = timezone.now()
+    model = configured_embedder()
+    rng = np.random.default_rng(7)
     with tenant_scope(source):
         for start in range(0, count, 5000):
             rows = [_text(texts, i) for i in range(start, min(count, start + 5000))]
-            Fact.objects.bulk_create(
+            made = Fact.objects.bulk_create(
                 Fact(tenant=source, content=t, content_hash=content_hash(t), created_by="bench",
-                     created_at=now)
+                     created_at=now, embedding_model=model.name)
                 for t in rows
             )  # fmt: skip
-    progress(f"{count} facts stored in bulk; exporting")
+            # Vectors of the served model's size (their values do not matter to a bundle).
+            vectors = rng.standard_normal((len(made), model.dimension)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            FactVector.objects.bulk_create(
+                FactVector(tenant=source, fact=fact, model=model.name, dimension=model.dimension,
+                           embedding=vector)
+                for fact, vector in zip(made, vectors, strict=True)
+            )  # fmt: skip
+    progress(f"{count} facts with their vectors stored in bulk; exporting")
     started = time.perf_counter()
     summary = tenant_export(tenant=source, out=folder / "bundle", actor=actor)
     exported = time.perf_counter() - started
@@ -182,14 +195,15 @@ def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
     result = tenant_import(tenant=target, path=folder / "bundle", actor=actor)
     imported = time.perf_counter() - started
     return {"facts": count, "export_s": round(exported, 1), "import_s": round(imported, 1),
-            "bundle_mb": round(summary.bytes / 1e6, 1), "imported": result.added}  # fmt: skip
+            "bundle_mb": round(summary.bytes / 1e6, 1), "imported": result.added,
+            "vectors_kept": result.vectors_kept}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="a LoCoMo-format JSON file")
     parser.add_argument("--facts", type=int, default=2000, help="facts per end-to-end run")
-    parser.add_argument("--workers", default="1,2", help="worker counts to measure")
+    parser.add_argument("--workers", default="1,2", help="worker counts to measure ('': none)")
     parser.add_argument("--bundle-facts", type=int, default=100_000, help="0: skip bundles")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
@@ -205,6 +219,7 @@ def main() -> None:
             figures["end_to_end"] = [
                 end_to_end(texts, args.facts, int(n), folder / "workers.log")
                 for n in args.workers.split(",")
+                if n
             ]
             if args.bundle_facts:
                 figures["bundle"] = bundles(texts, args.bundle_facts, folder)
