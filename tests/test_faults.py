@@ -269,6 +269,126 @@ def test_a_killed_up_tree_starts_again_on_the_same_data(tmp_path: Path, started:
     assert not server_running(home), "Ctrl-C stops the database `up` took over"
 
 
+_RETENTION_SETUP = """
+import json
+from datetime import timedelta
+from django.utils import timezone
+from facts.models import Fact, Status
+from facts.retention import retention_run_start
+from facts.services import content_hash
+from tenants.actors import Actor
+from tenants.scope import tenant_scope
+from tenants.services import retention_policy_update, tenant_create
+actor = Actor.job("tests")
+t = tenant_create(slug="outage", name="Outage", actor=actor)
+now = timezone.now()
+with tenant_scope(t):
+    low = Fact.objects.bulk_create(
+        Fact(tenant=t, content=f"Build {i} passed on runner {i % 7}",
+             content_hash=content_hash(f"Build {i} passed on runner {i % 7}"),
+             trust_score=0.1, created_by="job:tests", created_at=now)
+        for i in range(15000))
+    old = Fact.objects.bulk_create(
+        Fact(tenant=t, content=f"Old incident {i}", content_hash=f"{i:064x}",
+             status=Status.ARCHIVED, archived_at=now - timedelta(days=90),
+             created_by="job:tests", created_at=now)
+        for i in range(600))
+retention_policy_update(tenant=t, actor=actor,
+                        changes={"archive_below_trust": 0.3, "purge_archived_after_days": 30})
+run, _ = retention_run_start(tenant=t, actor=actor)
+print("RESULT" + json.dumps({"tenant": t.pk, "run": run.pk, "low": [f.pk for f in low],
+                             "old": [f.pk for f in old]}))
+"""
+
+_RETENTION_OUTCOME = """
+import json
+from collections import Counter
+from facts.models import EventAction, Fact, FactEvent, RetentionRun
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+t = Tenant.objects.get(slug="outage")
+with tenant_scope(t):
+    run = RetentionRun.objects.for_tenant(t).get(pk=RUN)
+    events = Counter(FactEvent.objects.for_tenant(t)
+                     .filter(action__in=[EventAction.ARCHIVE, EventAction.PURGE])
+                     .values_list("fact_id", "action"))
+    statuses = Counter(Fact.objects.for_tenant(t).values_list("status", flat=True))
+print("RESULT" + json.dumps({
+    "status": run.status, "counts": run.counts, "attempts": run.attempts,
+    "archived": sorted(f for f, a in events if a == "archive"),
+    "purged": sorted(f for f, a in events if a == "purge"),
+    "most_events_per_step": max(events.values()), "statuses": statuses}))
+"""
+
+
+def _outcome(home: Path, run_id: int) -> dict[str, Any]:
+    return _shell(home, _RETENTION_OUTCOME.replace("RUN", str(int(run_id))))
+
+
+def _shell(home: Path, code: str) -> dict[str, Any]:
+    result = _mnemosyne(home, "shell", "-c", code)
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("RESULT"))
+    return json.loads(line.removeprefix("RESULT"))
+
+
+def _run_state(home: Path, tenant_id: int, run_id: int) -> dict[str, Any] | None:
+    """The retention run's status and progress, read straight from the database (None while
+    the database is down)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(server_for_home(home).url(), connect_timeout=2) as db:
+            db.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_id)])
+            row = db.execute(
+                "SELECT status, batches_done FROM facts_retentionrun "
+                "WHERE tenant_id = %s AND id = %s",
+                [tenant_id, run_id],
+            ).fetchone()
+    except psycopg.OperationalError:
+        return None
+    return {"status": row[0], "batches_done": row[1]} if row else None
+
+
+def test_a_retention_run_finishes_once_after_the_database_restarts(
+    tmp_path: Path, started: list[Up]
+) -> None:
+    home = tmp_path / "home"
+    # A short lease and sweep: a run whose worker lost its database is taken up again soon.
+    up = Up(home, _free_port(), MNEMOSYNE_RETENTION_LEASE_SECONDS="3",
+            MNEMOSYNE_RETENTION_SWEEP_SECONDS="2")  # fmt: skip
+    started.append(up)
+    up.wait_ready()
+    made = _shell(home, _RETENTION_SETUP)
+
+    def running() -> bool:
+        state = _run_state(home, made["tenant"], made["run"])
+        if state is not None and state["status"] not in ("queued", "running"):
+            raise AssertionError(("over before it was caught", _outcome(home, made["run"])))
+        return state is not None and state["status"] == "running" and state["batches_done"] >= 1
+
+    wait_for(running, timeout=120, what="the run's first batch", interval=0.05)
+    postmaster = _postmaster(home)
+    os.kill(postmaster, signal.SIGKILL)  # under the worker, in the middle of the run
+    wait_for(lambda: not pid_alive(postmaster), timeout=10, what="postgres to die")
+    wait_for(lambda: "database restarted" in up.output, timeout=60, what="database restart")
+
+    def done() -> bool:
+        state = _run_state(home, made["tenant"], made["run"])
+        return state is not None and state["status"] in ("done", "failed")
+
+    wait_for(done, timeout=300, what="the run to finish")
+    outcome = _outcome(home, made["run"])
+    assert outcome["status"] == "done", (outcome, up.output[-3000:])
+    assert outcome["attempts"] >= 2, "taken up again after the outage"
+    assert outcome["counts"]["low_trust"] == len(made["low"])
+    assert outcome["counts"]["purged"] == len(made["old"])
+    assert outcome["archived"] == sorted(made["low"]) and outcome["purged"] == sorted(made["old"])
+    assert outcome["most_events_per_step"] == 1  # no step twice
+    assert outcome["statuses"] == {"archived": len(made["low"])}
+    assert up.stop_with(signal.SIGINT) == 0, up.output
+
+
 def server_running(home: Path) -> bool:
     return server_for_home(home).status().running
 
