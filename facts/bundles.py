@@ -160,10 +160,10 @@ def bundle_write(
             extra=extra or {},
         )
         manifest_tmp = manifest_path.with_name(manifest_path.name + f".tmp{os.getpid()}")
-        with manifest_tmp.open("w", encoding="utf-8") as handle:
-            json.dump(manifest.as_json(), handle, ensure_ascii=False, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
+        with manifest_tmp.open("w", encoding="utf-8") as manifest_file:
+            json.dump(manifest.as_json(), manifest_file, ensure_ascii=False, indent=1)
+            manifest_file.flush()
+            os.fsync(manifest_file.fileno())
         os.replace(temporary[0], data_path)
         os.replace(temporary[1], index_path)
         os.replace(manifest_tmp, manifest_path)  # the commit point

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Set
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cache
@@ -363,7 +364,7 @@ def _names_differ(a: Statement, b: Statement) -> bool:
     return bool(a.capitals - b.words) and bool(b.capitals - a.words)
 
 
-def _adds_detail(extra_a: set[str], extra_b: set[str]) -> bool:
+def _adds_detail(extra_a: Set[str], extra_b: Set[str]) -> bool:
     """One says all the other says and more (陈静有弟弟 / 陈静的弟弟在成都): not a duplicate."""
     return bool(extra_a) != bool(extra_b)
 

@@ -116,7 +116,7 @@ def _event(
                       before=before, after=after)  # fmt: skip
 
 
-_IN_AUDIT_LOG = {
+_IN_AUDIT_LOG: dict[str, str] = {
     EntityAction.RENAME: "entity_rename",
     EntityAction.RETYPE: "entity_retype",
     EntityAction.ALIAS_ADD: "entity_alias_add",
@@ -260,7 +260,7 @@ def entity_merge(*, tenant: Tenant, entity_id: Any, other_id: Any, actor: Actor)
         names = [other.normalized, *other.aliases]
         aliases = list(dict.fromkeys([*entity.aliases, *names]))
         aliases = [a for a in aliases if a != entity.normalized][:MAX_ALIASES]
-        other_state = {"id": other.pk, "name": other.name, "type": other.type,
+        other_state: dict[str, Any] = {"id": other.pk, "name": other.name, "type": other.type,
                        "aliases": list(other.aliases)}  # fmt: skip
         other.delete()
         entity.aliases = aliases

@@ -514,6 +514,7 @@ def _english_candidates(text: str) -> list[_Candidate]:
             gap_start = run[-1].end
             nxt = words[j]
             gap_pattern = _TITLE_GAP if run[-1].text.lower() in _TITLE_WORDS else _SPACES
+            joined: re.Match[str] | bool | None
             joined = gap_pattern.fullmatch(text, gap_start, nxt.start) or _AMPERSAND.fullmatch(
                 text, gap_start, nxt.start
             )

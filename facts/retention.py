@@ -121,9 +121,12 @@ def retention_plan(*, tenant: Tenant, now: datetime | None = None) -> RetentionP
                 rest = candidates.exclude(pk__in=taken).order_by("importance", "id")
                 archive["over_limit"] = list(rest.values_list("pk", flat=True)[:over])
         purge: list[int] = []
-        if (rule := _purgeable(policy, now)) is not None:
+        if (purge_rule := _purgeable(policy, now)) is not None:
             purge = list(
-                _with_archived_on(facts).filter(rule).order_by("id").values_list("pk", flat=True)
+                _with_archived_on(facts)
+                .filter(purge_rule)
+                .order_by("id")
+                .values_list("pk", flat=True)
             )
     return RetentionPlan(archive, purge, False, policy)
 

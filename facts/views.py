@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -126,7 +127,7 @@ class FactExportPage(TenantPage):
 
     reads_replica = False  # it records the export in the audit log
 
-    def get(self, request: HttpRequest) -> HttpResponse:
+    def get(self, request: HttpRequest) -> HttpResponseBase:
         form = query_form(FactFilterForm, request.GET)
         chosen = request.GET.get("format", "csv")
         if not form.is_valid() or chosen not in _EXPORTS:
@@ -152,7 +153,7 @@ class FactExportPage(TenantPage):
 class FactBundleExportPage(TenantPage):
     """The whole tenant as a bundle (a tar of its three files), audited."""
 
-    def get(self, request: HttpRequest) -> HttpResponse:
+    def get(self, request: HttpRequest) -> HttpResponseBase:
         import tempfile
         from pathlib import Path
 
@@ -528,7 +529,7 @@ class AuditExportPage(TenantPage):
 
     reads_replica = False  # it records the export in the audit log
 
-    def get(self, request: HttpRequest) -> HttpResponse:
+    def get(self, request: HttpRequest) -> HttpResponseBase:
         form = query_form(AuditFilterForm, request.GET)
         if not form.is_valid():
             return self.render("web/audit.html", {"form": form, "events": []}, status=400)

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -162,6 +163,18 @@ def _generation(tenant_id: int) -> int:
         return cursor.fetchone()[0] or 0
 
 
+class _ContextArguments(TypedDict):
+    """context_build's arguments besides the tenant: what a cached block is keyed by."""
+
+    query: str | None
+    scope: str | None
+    session_id: str | None
+    hot_restore: bool
+    important: bool
+    budget: int | None
+    exclude: tuple[int, ...]
+
+
 def context_cached(
     *,
     tenant: Tenant,
@@ -181,7 +194,7 @@ def context_cached(
     """
     started = time.perf_counter()
     ttl = int(tenant.setting("prefetch_ttl_s"))
-    arguments = dict(
+    arguments = _ContextArguments(
         query=query,
         scope=scope,
         session_id=session_id,

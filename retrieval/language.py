@@ -66,7 +66,7 @@ def language_means(embedder: Embedder) -> dict[str, np.ndarray]:
         }
         try:
             kept.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(kept, **means)  # type: ignore[arg-type]
+            np.savez(kept, **means)
         except OSError:
             pass  # a read-only model folder: made again by the next process
     with _lock:

@@ -274,7 +274,7 @@ def _add_neighbours(
     known = {(c.session_id, c.position) for c in candidates.values() if c.kind == Kind.TURN}
     wanted = sorted(places - known)
     for fid, columns in sql.turn_neighbours(tenant_id=tenant_id, places=wanted, filters=filters):
-        candidates[fid] = _Candidate(fid, *columns)  # type: ignore[arg-type]
+        candidates[fid] = _Candidate(fid, *columns)
 
 
 def _complete_scores(
@@ -455,7 +455,7 @@ def _gather(
     missing = set().union(*(s.keys() for s in normalised.values())) - candidates.keys()
     if missing:
         candidates.update(
-            (row[0], _Candidate(*row[:-1], han=text_language(row[-1]) == "zh"))
+            (row[0], _Candidate._make([*row[:-1], text_language(row[-1]) == "zh"]))
             for row in Fact.objects.for_tenant(tenant)
             .filter(pk__in=missing)
             .values_list(*_Candidate._fields[:-1], "content")

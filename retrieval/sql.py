@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
 
 import numpy as np
 from django.db import connection
@@ -20,6 +22,10 @@ def _tsquery_escape(lexeme: str) -> str:
     return lexeme.replace("\\", "\\\\").replace("'", "''")
 
 
+# A value passed to cursor.execute.
+SqlValue = str | int | float | list[str] | list[int] | list[float] | None
+
+
 @dataclass(frozen=True)
 class Filters:
     """Which facts recall may return. Status is always active."""
@@ -29,14 +35,14 @@ class Filters:
     category: str | None = None
     min_trust: float = 0.0
 
-    def sql(self) -> tuple[str, list[object]]:
+    def sql(self) -> tuple[str, list[SqlValue]]:
         clauses = ["f.status = 'active'", "f.trust_score >= %s"]
-        params: list[object] = [self.min_trust]
+        params: list[SqlValue] = [self.min_trust]
         for prefix in (self.scope_prefix, current_scope_limit()):
             if prefix:
                 clause, values = scope_sql(prefix, "f.scope")
                 clauses.append(clause)
-                params += values
+                params += cast("list[str]", values)  # the LIKE condition's two strings
         if self.kind:
             clauses.append("f.kind = %s")
             params.append(self.kind)
@@ -49,7 +55,9 @@ class Filters:
 # What fusion needs of a fact, returned with each candidate so that no second query fetches it;
 # "han" (the content holds a Han character: the fact is Chinese) is computed from the content.
 FACT_COLUMNS = ("kind", "session_id", "position", "speaker", "trust_score", "created_at", "han")
-Candidate = tuple[int, float, tuple[object, ...]]  # (id, channel score, FACT_COLUMNS)
+# kind, session_id, position, speaker, trust_score, created_at, han
+FactColumns = tuple[str, str, int | None, str, float, datetime, bool]
+Candidate = tuple[int, float, FactColumns]  # (id, channel score, FACT_COLUMNS)
 
 
 def _columns(alias: str, *, table: bool = False) -> str:
@@ -62,8 +70,8 @@ def _columns(alias: str, *, table: bool = False) -> str:
     )  # fmt: skip
 
 
-def _candidates(rows: list[tuple[object, ...]]) -> list[Candidate]:
-    return [(row[0], float(row[1]), tuple(row[2:])) for row in rows]  # type: ignore[arg-type]
+def _candidates(rows: Sequence[tuple[Any, ...]]) -> list[Candidate]:
+    return [(row[0], float(row[1]), tuple(row[2:])) for row in rows]
 
 
 # A lexeme the statistics have not seen is counted on the spot, up to this many facts.
@@ -126,7 +134,7 @@ def fts_ranked(
     mean = max(mean_length, 1.0)
     norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.v) / %s::float)"
     once = " + ".join("(c.v @@ %s::tsquery)::int * %s::float" for _ in lexemes)
-    once_params: list[object] = []
+    once_params: list[SqlValue] = []
     for lexeme, weight in zip(lexemes, weights, strict=True):
         once_params += [tsquery_lexeme(lexeme), weight]
     with connection.cursor() as cursor:
@@ -202,7 +210,7 @@ def vector_scores_for(
 
 def turn_neighbours(
     *, tenant_id: int, places: Sequence[tuple[str, int]], filters: Filters
-) -> list[tuple[int, tuple[object, ...]]]:
+) -> list[tuple[int, FactColumns]]:
     """(id, FACT_COLUMNS) of the turns at the (session, position) places that recall may
     return."""
     if not places:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up (first time) and run the whole test suite: lint, then pytest against a real PostgreSQL
-# with pgvector (embedded, or TEST_DATABASE_URL), real Celery workers and the real `mnemosyne up`.
+# Set up (first time) and run the whole test suite: lint and type checks, then pytest against a
+# real PostgreSQL with pgvector (embedded, or TEST_DATABASE_URL), real Celery workers and the real
+# `mnemosyne up`.
 # Extra arguments go to pytest (e.g. -k health, -x).
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 ensure_venv "[test,hermes]"
@@ -8,6 +9,13 @@ cd "$ROOT"
 say "ruff: lint and format check"
 "$VENV/bin/ruff" check --quiet .
 "$VENV/bin/ruff" format --check --quiet .
+say "mypy: types of tenants, facts, retrieval and hermes_provider"
+# The Django plugin imports the settings: give them the tests' data directory and a key, and
+# no database of the caller's (types do not depend on them).
+env -u DATABASE_URL -u DATABASE_OWNER_URL -u DATABASE_REPLICA_URL \
+    MNEMOSYNE_HOME="$ROOT/.mnemosyne-test" \
+    SECRET_KEY="type-check-only-secret-key-0123456789abcdefghijklmnop" \
+    "$VENV/bin/mypy" --config-file "$ROOT/pyproject.toml"
 say "pytest"
 set +e
 # Temporary folders of this checkout's own: pytest prunes old runs' folders under /tmp, which

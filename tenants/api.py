@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+from django.contrib.auth.models import User
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
@@ -231,7 +232,8 @@ class TenantListView(APIView):
     def get(self, request: Request) -> Response:
         if isinstance(request.auth, ApiKey):
             return Response([_tenant_data(request.auth.tenant, None)])
-        rows = selectors.tenants_for_user(user=request.user)
+        # Signed in (IsAuthenticated): a user, not the anonymous one.
+        rows = selectors.tenants_for_user(user=cast(User, request.user))
         return Response([_tenant_data(tenant, role) for tenant, role in rows])
 
     @extend_schema(

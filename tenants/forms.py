@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
@@ -10,7 +10,13 @@ from django.utils.translation import gettext_lazy as _
 from tenants.models import Role
 from tenants.services import API_KEY_SCOPES, retention_range
 
-ROLE_NAMES = [(Role.ADMIN, _("admin")), (Role.AUDITOR, _("auditor"))]
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
+ROLE_NAMES: list[tuple[str, StrOrPromise]] = [
+    (Role.ADMIN, _("admin")),
+    (Role.AUDITOR, _("auditor")),
+]
 ROLE_CHOICES = [(Role.ADMIN, _("admin: reads and changes")), (Role.AUDITOR, _("auditor: reads"))]
 
 
@@ -86,7 +92,7 @@ class HermesForm(forms.Form):
 
     def __init__(self, *args: Any, keys: list[Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["key"].choices = [
+        cast(forms.TypedChoiceField, self.fields["key"]).choices = [
             ("", _("choose a key")),
             *((key.pk, f"{key.name} (mnm_{key.prefix}_…)") for key in keys),
         ]

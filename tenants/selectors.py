@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, timedelta
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.utils import timezone
 
 from tenants import cross_tenant
@@ -65,7 +65,7 @@ def membership_list(*, tenant: Tenant) -> list[Membership]:
 
 def membership_get(*, tenant: Tenant, username: str) -> Membership:
     with tenant_scope(tenant):
-        row = (
+        row: Membership | None = (
             Membership.objects.for_tenant(tenant)
             .select_related("user")
             .filter(user__username=username)
@@ -76,7 +76,7 @@ def membership_get(*, tenant: Tenant, username: str) -> Membership:
     return row
 
 
-def user_get(*, username: str) -> AbstractBaseUser:
+def user_get(*, username: str) -> User:
     """An active user by name, to make a member of a tenant."""
     user = get_user_model().objects.filter(username=username, is_active=True).first()
     if user is None:
@@ -86,7 +86,7 @@ def user_get(*, username: str) -> AbstractBaseUser:
 
 def apikey_get(*, tenant: Tenant, key_id: int) -> ApiKey:
     with tenant_scope(tenant):
-        key = ApiKey.objects.for_tenant(tenant).filter(pk=key_id).first()
+        key: ApiKey | None = ApiKey.objects.for_tenant(tenant).filter(pk=key_id).first()
     if key is None:
         raise NotFound("API key", key_id)
     return key

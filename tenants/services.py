@@ -11,10 +11,10 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal, TypedDict, overload
 
 from django.conf import settings as django_settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -135,7 +135,8 @@ def tenant_update_settings(*, tenant: Tenant, changes: dict[str, Any], actor: Ac
 
 
 def _admin_count(tenant: Tenant) -> int:
-    return Membership.objects.for_tenant(tenant).filter(role=Role.ADMIN).count()
+    count: int = Membership.objects.for_tenant(tenant).filter(role=Role.ADMIN).count()
+    return count
 
 
 def _refuse_last_admin(tenant: Tenant, membership: Membership | None, *, removing: bool) -> None:
@@ -166,12 +167,15 @@ def membership_set(
     if role not in Role.values:
         raise InvalidInput("role", f"must be one of {', '.join(Role.values)}")
     with tenant_scope(tenant):
-        existing = Membership.objects.for_tenant(tenant).filter(user=user).first()
+        existing: Membership | None = (
+            Membership.objects.for_tenant(tenant).filter(user=user).first()
+        )
         if existing is not None and existing.role == role:
             return existing
         if existing is not None and role != Role.ADMIN:
             _refuse_last_admin(tenant, existing, removing=False)
         before = {"role": existing.role} if existing else None
+        membership: Membership
         membership, _ = Membership.objects.for_tenant(tenant).update_or_create(
             user=user, defaults={"role": role, "tenant": tenant}
         )
@@ -238,7 +242,7 @@ def invitation_find(*, token: str) -> Invitation:
     withdrawn, expired or unknown look the same)."""
     # The invitation's tenant is what we look for: the one lookup across tenants.
     found = cross_tenant.invitation_lookup(token_hash=_hash_secret(token or ""))
-    invitation = None
+    invitation: Invitation | None = None
     if found is not None:
         invitation_id, tenant_id = found
         with tenant_scope(tenant_id):
@@ -295,7 +299,9 @@ def invitation_accept(*, token: str, username: str, password: str, email: str = 
 
 def invitation_revoke(*, tenant: Tenant, invitation_id: int, actor: Actor) -> Invitation:
     with tenant_scope(tenant):
-        invitation = Invitation.objects.for_tenant(tenant).filter(pk=invitation_id).first()
+        invitation: Invitation | None = (
+            Invitation.objects.for_tenant(tenant).filter(pk=invitation_id).first()
+        )
         if invitation is None:
             raise NotFound("invitation", invitation_id)
         if invitation.is_open:
@@ -307,7 +313,7 @@ def invitation_revoke(*, tenant: Tenant, invitation_id: int, actor: Actor) -> In
         return invitation
 
 
-def password_reset_link_allowed(*, tenant: Tenant, user: AbstractBaseUser) -> bool:
+def password_reset_link_allowed(*, tenant: Tenant, user: User) -> bool:
     """A tenant admin may reset the password of a member who belongs to this tenant alone and
     is not staff: anyone else's account reaches further than this tenant (a superuser does it)."""
     if user.is_staff or user.is_superuser:
@@ -317,7 +323,7 @@ def password_reset_link_allowed(*, tenant: Tenant, user: AbstractBaseUser) -> bo
 
 
 def password_reset_token_make(
-    *, tenant: Tenant | None, user: AbstractBaseUser, actor: Actor
+    *, tenant: Tenant | None, user: User, actor: Actor
 ) -> tuple[str, str]:
     """(uid, token) of a one-time password-reset link for `user` (Django's reset tokens: used
     up once the password changes, valid PASSWORD_RESET_TIMEOUT). Audited in the tenant."""
@@ -479,12 +485,12 @@ def apikey_verify(*, token: str, address: str | None = None) -> ApiKey | None:
     matches = hmac.compare_digest(expected, given)
     now = timezone.now()
     previous = found.previous_secret_hash if found is not None else ""
-    if previous and hmac.compare_digest(previous, given):
+    if found is not None and previous and hmac.compare_digest(previous, given):
         matches = found.previous_valid_until is not None and now < found.previous_valid_until
     if found is None or not matches:
         return None
     with tenant_scope(found.tenant_id):
-        key = (
+        key: ApiKey | None = (
             ApiKey.objects.for_tenant(found.tenant_id)
             .select_related("tenant")
             .filter(pk=found.key_id)
@@ -572,7 +578,7 @@ def apikey_rotate(
 
 def apikey_revoke(*, tenant: Tenant, key_id: int, actor: Actor) -> ApiKey:
     with tenant_scope(tenant):
-        key = ApiKey.objects.for_tenant(tenant).filter(pk=key_id).first()
+        key: ApiKey | None = ApiKey.objects.for_tenant(tenant).filter(pk=key_id).first()
         if key is None:
             raise NotFound("API key", key_id)
         if key.revoked_at is None:
@@ -595,9 +601,32 @@ RETENTION_LIMITS: dict[str, tuple[float, float, bool]] = {
 }
 
 
-def retention_range(field: str) -> dict[str, float]:
+class WholeRange(TypedDict):
+    min_value: int
+    max_value: int
+
+
+class FractionRange(TypedDict):
+    min_value: float
+    max_value: float
+
+
+@overload
+def retention_range(
+    field: Literal[
+        "archive_after_days_unretrieved",
+        "max_active_facts",
+        "purge_archived_after_days",
+        "run_every_hours",
+    ],
+) -> WholeRange: ...
+@overload
+def retention_range(field: Literal["archive_below_trust"]) -> FractionRange: ...
+def retention_range(field: str) -> WholeRange | FractionRange:
     """min_value / max_value of a retention limit, for the API's and the pages' fields."""
-    low, high, _ = RETENTION_LIMITS[field]
+    low, high, integer = RETENTION_LIMITS[field]
+    if integer:
+        return {"min_value": int(low), "max_value": int(high)}
     return {"min_value": low, "max_value": high}
 
 
@@ -634,6 +663,7 @@ def retention_policy_update(
     """Change some limits (None clears one) and/or `legal_hold`."""
     changes = retention_changes_validate(changes)
     with tenant_scope(tenant):
+        policy: RetentionPolicy
         policy, _ = (
             RetentionPolicy.objects.for_tenant(tenant)
             .select_for_update()

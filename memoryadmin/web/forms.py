@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from django import forms
 
 from tenants.errors import InvalidInput
@@ -23,7 +25,10 @@ class DateInput(forms.DateInput):
     input_type = "date"
 
 
-def query_form(form_class: type[forms.Form], data: object) -> forms.Form:
+FormT = TypeVar("FormT", bound=forms.Form)
+
+
+def query_form(form_class: type[FormT], data: object) -> FormT:
     """A filter form bound to the query string; empty when nothing was asked yet."""
     form = form_class(data)  # type: ignore[arg-type]
     form.is_valid()

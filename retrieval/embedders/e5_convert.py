@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -207,7 +208,7 @@ class _GraphBuilder:
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], name: str, **attrs: object) -> str:
+    def op(self, op_type: str, inputs: list[str], name: str, **attrs: Any) -> str:
         from onnx import helper
 
         output = f"{name}_out"
@@ -346,7 +347,7 @@ def quantize_to_file(model, destination: Path) -> None:
 # ----------------------------------------------------------------------------- cache
 
 
-def write_atomically(destination: Path, write: Callable[[Path], None]) -> None:
+def write_atomically(destination: Path, write: Callable[[Path], object]) -> None:
     """Write through a unique temporary name in the same folder, then rename.
 
     Two processes converting at once each write their own temporary file; the rename is atomic,
