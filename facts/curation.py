@@ -39,6 +39,7 @@ from facts.models import (
 from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.jobs import job_send
 from tenants.models import Tenant, TenantEvent
 from tenants.scope import tenant_scope
 
@@ -403,9 +404,9 @@ def relink_start(*, tenant: Tenant, actor: Actor, reason: str) -> RelinkJob:
 
 
 def _schedule_relink(tenant_id: int, job_id: int) -> None:
-    from facts.tasks import entities_relink
-
-    transaction.on_commit(lambda: entities_relink.delay(tenant_id, job_id), robust=True)
+    transaction.on_commit(
+        lambda: job_send("facts.tasks.entities_relink", tenant_id, job_id), robust=True
+    )
 
 
 def relink_run(*, tenant: Tenant, job_id: int, seconds: float = 240.0) -> RelinkJob | None:

@@ -28,6 +28,7 @@ from facts.models import Fact, RetentionRun, Status
 from facts.models import RetentionRunStatus as RunStatus
 from tenants.actors import Actor
 from tenants.errors import NotFound
+from tenants.jobs import job_send
 from tenants.models import RetentionPolicy, Tenant
 from tenants.scope import tenant_scope
 
@@ -132,9 +133,9 @@ def retention_plan(*, tenant: Tenant, now: datetime | None = None) -> RetentionP
 
 
 def _schedule(tenant_id: int, run_id: int) -> None:
-    from facts.tasks import retention_run
-
-    transaction.on_commit(lambda: retention_run.delay(tenant_id, run_id), robust=True)
+    transaction.on_commit(
+        lambda: job_send("facts.tasks.retention_run", tenant_id, run_id), robust=True
+    )
 
 
 def retention_run_start(
