@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from facts.candidates import candidate_facts
 from facts.models import Fact
+from hermes_provider.candidates import candidate_facts
 from hermes_provider.schemas import (
     ACTIONS,
     CATEGORIES,
