@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up (first time) and run the whole test suite: lint, then pytest against a real PostgreSQL
-# with pgvector (embedded, or TEST_DATABASE_URL), real Celery workers and the real `mnemosyne up`.
+# Set up (first time) and run the whole test suite: lint (ruff, the import layers), then pytest
+# against a real PostgreSQL with pgvector (embedded, or TEST_DATABASE_URL), real Celery workers
+# and the real `mnemosyne up`.
 # Extra arguments go to pytest (e.g. -k health, -x).
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 ensure_venv "[test,hermes]"
@@ -8,6 +9,8 @@ cd "$ROOT"
 say "ruff: lint and format check"
 "$VENV/bin/ruff" check --quiet .
 "$VENV/bin/ruff" format --check --quiet .
+say "lint-imports: the layers in pyproject.toml"
+"$VENV/bin/lint-imports" --no-cache --no-logo
 say "pytest"
 set +e
 # Temporary folders of this checkout's own: pytest prunes old runs' folders under /tmp, which
