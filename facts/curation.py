@@ -18,7 +18,6 @@ from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from facts.entities import (
-    entities_found,
     entity_dictionary,
     entity_normalize,
     extraction_signature,
@@ -549,15 +548,6 @@ def entity_history(
         ):
             raise NotFound("entity", entity_id)
         return events
-
-
-def entity_mentions(*, tenant: Tenant, text: str) -> list[str]:
-    """Normalised names of the entities `text` names, by the tenant's dictionary and the
-    extractor (what a query's entity channel looks for)."""
-    with tenant_scope(tenant):
-        dictionary = entity_dictionary(tenant=tenant)
-    found = entities_found(text, dictionary=dictionary)
-    return sorted({entity_normalize(f.name) for f in found} - {""})
 
 
 def entity_find(*, tenant: Tenant, text: Any) -> Entity:

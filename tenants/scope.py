@@ -141,12 +141,3 @@ def scope_limit_reset(token: contextvars.Token[str] | None = None) -> None:
         _scope_limit.reset(token)
     else:
         _scope_limit.set("")
-
-
-@contextmanager
-def scope_limited(prefix: str) -> Iterator[None]:
-    token = scope_limit_set(prefix)
-    try:
-        yield
-    finally:
-        _scope_limit.reset(token)
