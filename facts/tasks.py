@@ -1,4 +1,5 @@
-"""Celery tasks of facts: thin, they take ids, scope to one tenant and call a service."""
+"""Celery tasks of facts: thin, they take ids, load their tenant (`tenants.jobs.tenant_task`)
+and call a service, which opens the tenant's scope for each of its transactions."""
 
 from __future__ import annotations
 
