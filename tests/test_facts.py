@@ -19,6 +19,7 @@ from facts.selectors.facts import (
     fact_list,
     fact_vectors,
 )
+from facts.selectors.paging import MAX_PAGE, cursor_encode
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.scope import tenant_scope
@@ -361,3 +362,36 @@ def test_actor_strings_name_who_did_it(tenant) -> None:
     fact = add(tenant, job).fact
     assert fact_get(tenant=tenant, fact_id=fact.pk).created_by == "job:retention"
     assert fact_history(tenant=tenant, fact_id=fact.pk)[0].actor == "job:retention"
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        ("2026-01-01T00:00:00+00:00", 2**63),  # beyond PostgreSQL's bigint
+        ("2026-01-01T00:00:00", 5),  # a time without its offset
+        ("yesterday", 5),
+        (float("nan"), 5),  # an importance cursor that compares with nothing
+        ("2026-01-01T00:00:00+00:00", 5, 1),
+    ],
+)
+def test_a_hand_made_cursor_is_refused(tenant, system_actor, cursor) -> None:
+    add(tenant, system_actor)
+    order = "importance" if isinstance(cursor[0], float) else "newest"
+    with pytest.raises(InvalidInput) as refused:
+        fact_list(tenant=tenant, order=order, cursor=cursor_encode(*cursor))
+    assert refused.value.field == "cursor"
+
+
+def test_a_cursor_of_one_order_does_not_continue_the_other(tenant, system_actor) -> None:
+    for content in ("Alice prefers tea", "Bob prefers coffee", "Carol prefers water"):
+        add(tenant, system_actor, content=content)
+    newest = fact_list(tenant=tenant, limit=1).next_cursor
+    important = fact_list(tenant=tenant, order="importance", limit=1).next_cursor
+    assert newest and important
+    with pytest.raises(InvalidInput):
+        fact_list(tenant=tenant, order="importance", cursor=newest)
+    with pytest.raises(InvalidInput):
+        fact_list(tenant=tenant, cursor=important)
+    with pytest.raises(InvalidInput) as refused:
+        fact_list(tenant=tenant, limit=MAX_PAGE + 1)
+    assert refused.value.field == "limit"
