@@ -113,7 +113,7 @@ def _pages(tenant: Any, fact: Any, deep_cursor: str, entity_id: int, key_id: int
 
 
 def _deep_cursor(tenant: Any) -> str:
-    from facts.selectors import fact_list
+    from facts.selectors.facts import fact_list
 
     cursor = None
     for _ in range(40):
@@ -127,7 +127,7 @@ def measure(tenant: Any, admin: Any, fact: Any, runs: int, seed: int) -> dict[st
 
     from django.test import Client
 
-    from facts.selectors import entity_top
+    from facts.selectors.dashboard import entity_top
     from tenants.selectors import apikey_list
 
     client = Client(HTTP_HOST="localhost")
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         big, load_figures = load(args, pool, now)
         progress("adding audit events, feedback, people, keys, latencies, a policy")
         extra = _enrich(big, now)
-    from facts.selectors import fact_count
+    from facts.selectors.facts import fact_count
 
     facts = fact_count(tenant=big)
     progress(f"measuring {args.runs} requests per page on a tenant of {facts} active facts")

@@ -13,7 +13,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from facts import conflicts, curation, graph, selectors, services
+from facts import conflicts, curation, graph, services
 from facts.audit_export import audit_csv_rows, audit_jsonl_rows
 from facts.models import (
     Category,
@@ -25,10 +25,13 @@ from facts.models import (
     RelinkStatus,
     Status,
 )
-from facts.selectors import AUDIT_SOURCES, MAX_ID, MAX_PAGE, audit_actions
+from facts.selectors.audit import AUDIT_SOURCES, audit_actions, audit_event_iter, audit_event_list
+from facts.selectors.entities import dictionary_entries, entity_fact_list, entity_get, entity_list
+from facts.selectors.facts import fact_entities, fact_get, fact_history, fact_list
+from facts.selectors.paging import MAX_ID, MAX_PAGE
 from memoryadmin.api.base import Need, TenantViewSet, page
 from memoryadmin.api.parsers import JSONLinesParser, JSONLParser, TarParser
-from memoryadmin.api.strict import StrictSerializer
+from memoryadmin.api.strict import StrictSerializer, validated
 from tenants.errors import InvalidInput
 from tenants.services import audit_export_record
 
@@ -282,12 +285,6 @@ class AuditExportQuery(AuditQuery):
     format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
 
 
-def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 def _status(value: str) -> str | None:
     return None if value == _ALL else value
 
@@ -353,8 +350,8 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )
     def list(self, request: Request, tenant: str | None = None) -> Response:
-        query = _valid(FactListQuery, request.query_params)
-        result = selectors.fact_list(
+        query = validated(FactListQuery, request.query_params)
+        result = fact_list(
             tenant=self.tenant,
             scope_prefix=query.get("scope"),
             category=query.get("category"),
@@ -398,7 +395,7 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )  # fmt: skip
     def create(self, request: Request, tenant: str | None = None) -> Response:
-        data = _valid(FactCreateIn, request.data)
+        data = validated(FactCreateIn, request.data)
         result = services.fact_add(tenant=self.tenant, actor=self.actor, **data)
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
         body = {"status": result.status, "fact": FactOut(result.fact).data}
@@ -419,8 +416,8 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )
     def retrieve(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
-        fact = selectors.fact_get(tenant=self.tenant, fact_id=fact_id)
-        entities = selectors.fact_entities(tenant=self.tenant, fact_id=fact.pk)
+        fact = fact_get(tenant=self.tenant, fact_id=fact_id)
+        entities = fact_entities(tenant=self.tenant, fact_id=fact.pk)
         return Response(FactOut(fact).data | {"entities": EntityRefOut(entities, many=True).data})
 
     @extend_schema(
@@ -442,7 +439,7 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )
     def partial_update(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
-        data = _valid(FactUpdateIn, request.data)
+        data = validated(FactUpdateIn, request.data)
         fact = services.fact_update(tenant=self.tenant, fact_id=fact_id, actor=self.actor, **data)
         return Response(FactOut(fact).data)
 
@@ -483,7 +480,7 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )  # fmt: skip
     def purge(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
-        data = _valid(PurgeIn, request.data)
+        data = validated(PurgeIn, request.data)
         purged = services.fact_purge(
             tenant=self.tenant, fact_id=fact_id, actor=self.actor, reason=data["reason"]
         )
@@ -505,7 +502,7 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )  # fmt: skip
     def feedback(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
-        data = _valid(FeedbackIn, request.data)
+        data = validated(FeedbackIn, request.data)
         result = services.fact_feedback(
             tenant=self.tenant, fact_id=fact_id, helpful=data["helpful"], actor=self.actor
         )
@@ -527,7 +524,7 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )  # fmt: skip
     def history(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
-        events = selectors.fact_history(tenant=self.tenant, fact_id=fact_id)
+        events = fact_history(tenant=self.tenant, fact_id=fact_id)
         return Response(EventOut(events, many=True).data)
 
 
@@ -634,7 +631,7 @@ class BundleViewSet(TenantViewSet):
 
         from facts.transfer import bundle_tar_stream, tenant_export
 
-        query = _valid(BundleExportQuery, request.query_params)
+        query = validated(BundleExportQuery, request.query_params)
         folder = Path(tempfile.mkdtemp(prefix="mnemosyne-export-"))
         stem = folder / "bundle"
         tenant_export(tenant=self.tenant, out=stem, actor=self.actor,
@@ -708,8 +705,8 @@ class EntityViewSet(TenantViewSet):
         tags=["entities"],
     )  # fmt: skip
     def list(self, request: Request, tenant: str | None = None) -> Response:
-        query = _valid(EntityListQuery, request.query_params)
-        result = selectors.entity_list(
+        query = validated(EntityListQuery, request.query_params)
+        result = entity_list(
             tenant=self.tenant,
             query=query.get("q"),
             type=query.get("type"),
@@ -725,9 +722,7 @@ class EntityViewSet(TenantViewSet):
         tags=["entities"],
     )
     def retrieve(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
-        return Response(
-            EntityOut(selectors.entity_get(tenant=self.tenant, entity_id=entity_id)).data
-        )
+        return Response(EntityOut(entity_get(tenant=self.tenant, entity_id=entity_id)).data)
 
     @extend_schema(
         summary="The facts that mention an entity, newest first",
@@ -740,8 +735,8 @@ class EntityViewSet(TenantViewSet):
         tags=["entities"],
     )  # fmt: skip
     def facts(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
-        query = _valid(PageQuery, request.query_params)
-        result = selectors.entity_facts(
+        query = validated(PageQuery, request.query_params)
+        result = entity_fact_list(
             tenant=self.tenant,
             entity_id=entity_id,
             status=_status(query["status"]),
@@ -900,7 +895,7 @@ def _answer(name: str, value: Any) -> list[OpenApiExample]:
 
 
 def _entity_out(tenant: Any, entity_id: int) -> dict[str, Any]:
-    return EntityOut(selectors.entity_get(tenant=tenant, entity_id=entity_id)).data
+    return EntityOut(entity_get(tenant=tenant, entity_id=entity_id)).data
 
 
 def _hits(hits: list[Any]) -> Response:
@@ -935,7 +930,7 @@ class EntityCurationViewSet(EntityViewSet):
     def partial_update(
         self, request: Request, entity_id: int, tenant: str | None = None
     ) -> Response:
-        data = _valid(EntityUpdateIn, request.data)
+        data = validated(EntityUpdateIn, request.data)
         if not data:
             raise InvalidInput("entity", "nothing to change: give name or type")
         if "name" in data:
@@ -959,7 +954,7 @@ class EntityCurationViewSet(EntityViewSet):
         ],
     )
     def alias_add(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
-        data = _valid(AliasIn, request.data)
+        data = validated(AliasIn, request.data)
         curation.entity_alias_add(tenant=self.tenant, entity_id=entity_id, alias=data["alias"],
                                   actor=self.actor)  # fmt: skip
         return Response(_entity_out(self.tenant, entity_id))
@@ -972,7 +967,7 @@ class EntityCurationViewSet(EntityViewSet):
         examples=_answer("the entity", _ENTITY),
     )
     def alias_remove(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
-        data = _valid(AliasQuery, request.query_params)
+        data = validated(AliasQuery, request.query_params)
         curation.entity_alias_remove(tenant=self.tenant, entity_id=entity_id,
                                      alias=data["alias"], actor=self.actor)  # fmt: skip
         return Response(_entity_out(self.tenant, entity_id))
@@ -990,7 +985,7 @@ class EntityCurationViewSet(EntityViewSet):
         ],
     )
     def merge(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
-        data = _valid(MergeIn, request.data)
+        data = validated(MergeIn, request.data)
         result = curation.entity_merge(tenant=self.tenant, entity_id=entity_id,
                                        other_id=data["other_id"], actor=self.actor)  # fmt: skip
         entity = _entity_out(self.tenant, result.entity.pk)
@@ -1011,7 +1006,7 @@ class EntityCurationViewSet(EntityViewSet):
         ),
     )
     def split(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
-        data = _valid(SplitIn, request.data)
+        data = validated(SplitIn, request.data)
         result = curation.entity_split(tenant=self.tenant, entity_id=entity_id,
                                        alias=data["alias"], type=data.get("type"),
                                        actor=self.actor)  # fmt: skip
@@ -1041,7 +1036,7 @@ class EntityCurationViewSet(EntityViewSet):
         examples=_answer("hits", _HITS),
     )
     def related(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
-        query = _valid(RelatedQuery, request.query_params)
+        query = validated(RelatedQuery, request.query_params)
         return _hits(graph.entity_related(tenant=self.tenant, entity_id=entity_id,
                                           hops=query["hops"], limit=query["limit"]))  # fmt: skip
 
@@ -1055,7 +1050,7 @@ class EntityCurationViewSet(EntityViewSet):
         examples=_answer("hits", _HITS),
     )
     def reason(self, request: Request, tenant: str | None = None) -> Response:
-        query = _valid(ReasonQuery, {"name": request.query_params.getlist("name"),
+        query = validated(ReasonQuery, {"name": request.query_params.getlist("name"),
                                      "limit": request.query_params.get("limit", 10)})  # fmt: skip
         return _hits(graph.entities_reason(tenant=self.tenant, names=query["name"],
                                            limit=query["limit"]))  # fmt: skip
@@ -1073,7 +1068,7 @@ class DictionaryViewSet(TenantViewSet):
         examples=_answer("terms", [_TERM]),
     )
     def list(self, request: Request, tenant: str | None = None) -> Response:
-        entries = selectors.dictionary_entries(tenant=self.tenant)
+        entries = dictionary_entries(tenant=self.tenant)
         return Response(DictionaryEntryOut(entries, many=True).data)
 
     @extend_schema(
@@ -1091,7 +1086,7 @@ class DictionaryViewSet(TenantViewSet):
         ],
     )
     def create(self, request: Request, tenant: str | None = None) -> Response:
-        data = _valid(DictionaryIn, request.data)
+        data = validated(DictionaryIn, request.data)
         entry, job = curation.dictionary_add(tenant=self.tenant, term=data["term"],
                                              type=data["type"], actor=self.actor)  # fmt: skip
         return Response({"entry": DictionaryEntryOut(entry).data, "relink": RelinkJobOut(job).data})
@@ -1104,7 +1099,7 @@ class DictionaryViewSet(TenantViewSet):
         examples=_answer("removed", {"job": _JOB | {"status": "queued", "done": 0}}),
     )
     def destroy(self, request: Request, tenant: str | None = None) -> Response:
-        data = _valid(DictionaryQuery, request.query_params)
+        data = validated(DictionaryQuery, request.query_params)
         job = curation.dictionary_remove(tenant=self.tenant, term=data["term"], actor=self.actor)
         return Response({"job": RelinkJobOut(job).data})
 
@@ -1185,7 +1180,7 @@ class ConflictViewSet(TenantViewSet):
         examples=_answer("a page", {"results": [_CONFLICT], "next_cursor": None}),
     )
     def list(self, request: Request, tenant: str | None = None) -> Response:
-        query = _valid(ConflictListQuery, request.query_params)
+        query = validated(ConflictListQuery, request.query_params)
         result = conflicts.conflict_list(
             tenant=self.tenant, status=_status(query["status"]), fact_id=query.get("fact_id"),
             limit=query["limit"], cursor=query.get("cursor"),
@@ -1228,7 +1223,7 @@ class ConflictViewSet(TenantViewSet):
         ],
     )
     def resolve(self, request: Request, conflict_id: int, tenant: str | None = None) -> Response:
-        data = _valid(ConflictResolveIn, request.data)
+        data = validated(ConflictResolveIn, request.data)
         conflict = conflicts.conflict_resolve(
             tenant=self.tenant, conflict_id=conflict_id, decision=data["decision"],
             note=data.get("note", ""), actor=self.actor,
@@ -1258,8 +1253,8 @@ class AuditViewSet(TenantViewSet):
         tags=["audit"],
     )  # fmt: skip
     def list(self, request: Request, tenant: str | None = None) -> Response:
-        query = _valid(AuditListQuery, request.query_params)
-        result = selectors.audit_event_list(
+        query = validated(AuditListQuery, request.query_params)
+        result = audit_event_list(
             tenant=self.tenant, limit=query["limit"], cursor=query.get("cursor"),
             **_audit_filters(query),
         )  # fmt: skip
@@ -1290,7 +1285,7 @@ class AuditViewSet(TenantViewSet):
         tags=["audit"],
     )
     def export(self, request: Request, tenant: str | None = None) -> StreamingHttpResponse:
-        query = _valid(AuditExportQuery, request.query_params)
+        query = validated(AuditExportQuery, request.query_params)
         filters = _audit_filters(query)
         fmt = query["format"]
         audit_export_record(
@@ -1299,7 +1294,7 @@ class AuditViewSet(TenantViewSet):
             format=fmt,
             filters={k: str(v) for k, v in filters.items() if v is not None},
         )
-        events = selectors.audit_event_iter(tenant=self.tenant, **filters)
+        events = audit_event_iter(tenant=self.tenant, **filters)
         rows = audit_csv_rows(events) if fmt == "csv" else audit_jsonl_rows(events)
         stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
         response = StreamingHttpResponse(

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from facts.selectors import AuditEvent
+from facts.selectors.audit import AuditEvent
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 

@@ -29,7 +29,9 @@ from django.utils import timezone
 
 from facts.contradiction import CONTRADICT, DUPLICATE, Verdict, pair_judge
 from facts.entities import entities_found, entity_dictionary, entity_resolve
+from facts.events import fact_event_record
 from facts.models import (
+    MAX_TAGS,
     Conflict,
     ConflictResolution,
     ConflictScan,
@@ -64,9 +66,8 @@ JOB = Actor.job("conflicts")
 
 
 def _set_status_event(tenant: Tenant, fact: Fact, action: str, actor: Actor, **values: Any) -> None:
-    from facts.services import _event
-
-    _event(tenant, fact.pk, action, actor, before=values.get("before"), after=values.get("after"))
+    before, after = values.get("before"), values.get("after")
+    fact_event_record(tenant, fact.pk, action, actor, before=before, after=after)
 
 
 def _in_scope(scope: str, other: str) -> bool:
@@ -133,8 +134,6 @@ def fact_join(
 ) -> Fact:
     """`content` says what `fact` says: count it, add its tags and entities to `fact`, and
     record the join in the fact's history. Caller holds the tenant scope."""
-    from facts.services import MAX_TAGS
-
     fact = Fact.objects.for_tenant(tenant).select_for_update().get(pk=fact.pk)
     added_tags = [t for t in tags if t not in fact.tags][: max(0, MAX_TAGS - len(fact.tags))]
     fact.tags = [*fact.tags, *added_tags]

@@ -18,7 +18,6 @@ from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from facts.entities import (
-    entities_found,
     entity_dictionary,
     entity_normalize,
     extraction_signature,
@@ -39,6 +38,7 @@ from facts.models import (
 from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.jobs import job_send
 from tenants.models import Tenant, TenantEvent
 from tenants.scope import tenant_scope
 
@@ -403,9 +403,9 @@ def relink_start(*, tenant: Tenant, actor: Actor, reason: str) -> RelinkJob:
 
 
 def _schedule_relink(tenant_id: int, job_id: int) -> None:
-    from facts.tasks import entities_relink
-
-    transaction.on_commit(lambda: entities_relink.delay(tenant_id, job_id), robust=True)
+    transaction.on_commit(
+        lambda: job_send("facts.tasks.entities_relink", tenant_id, job_id), robust=True
+    )
 
 
 def relink_run(*, tenant: Tenant, job_id: int, seconds: float = 240.0) -> RelinkJob | None:
@@ -548,15 +548,6 @@ def entity_history(
         ):
             raise NotFound("entity", entity_id)
         return events
-
-
-def entity_mentions(*, tenant: Tenant, text: str) -> list[str]:
-    """Normalised names of the entities `text` names, by the tenant's dictionary and the
-    extractor (what a query's entity channel looks for)."""
-    with tenant_scope(tenant):
-        dictionary = entity_dictionary(tenant=tenant)
-    found = entities_found(text, dictionary=dictionary)
-    return sorted({entity_normalize(f.name) for f in found} - {""})
 
 
 def entity_find(*, tenant: Tenant, text: Any) -> Entity:

@@ -9,7 +9,8 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from facts.models import Category, EntityType, Kind, Status
-from facts.selectors import MAX_ID, audit_actions
+from facts.selectors.audit import audit_actions
+from facts.selectors.paging import MAX_ID
 from facts.services import MAX_CONTENT_CHARS
 from memoryadmin.terms import term_choices
 from memoryadmin.web.forms import DateInput

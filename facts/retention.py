@@ -27,7 +27,7 @@ from facts.archive import facts_archive, facts_purge
 from facts.models import Fact, RetentionRun, Status
 from facts.models import RetentionRunStatus as RunStatus
 from tenants.actors import Actor
-from tenants.errors import NotFound
+from tenants.jobs import job_send
 from tenants.models import RetentionPolicy, Tenant
 from tenants.scope import tenant_scope
 
@@ -135,9 +135,9 @@ def retention_plan(*, tenant: Tenant, now: datetime | None = None) -> RetentionP
 
 
 def _schedule(tenant_id: int, run_id: int) -> None:
-    from facts.tasks import retention_run
-
-    transaction.on_commit(lambda: retention_run.delay(tenant_id, run_id), robust=True)
+    transaction.on_commit(
+        lambda: job_send("facts.tasks.retention_run", tenant_id, run_id), robust=True
+    )
 
 
 def retention_run_start(
@@ -408,11 +408,3 @@ def retention_schedule(*, tenant: Tenant, limit: int = 20) -> RetentionSchedule:
         next_at = last_scheduled.created_at + timedelta(hours=policy.run_every_hours)
     return RetentionSchedule(runs=runs, last=real[0] if real else None, next_at=next_at,
                              open=open_run)  # fmt: skip
-
-
-def retention_run_get(*, tenant: Tenant, run_id: Any) -> RetentionRun:
-    with tenant_scope(tenant):
-        run = RetentionRun.objects.for_tenant(tenant).filter(pk=run_id).first()
-    if run is None:
-        raise NotFound("retention run", run_id)
-    return run

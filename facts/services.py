@@ -21,12 +21,13 @@ from django.utils import timezone
 
 from facts.conflicts import fact_join, fact_near_duplicate
 from facts.entities import fact_link_entities
+from facts.events import fact_event_record as _event
 from facts.importance import importance_of_new, importance_recompute
 from facts.models import (
+    MAX_TAGS,
     Category,
     EventAction,
     Fact,
-    FactEvent,
     FactVector,
     Feedback,
     Kind,
@@ -35,6 +36,7 @@ from facts.models import (
 from retrieval.text import analyze
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.jobs import job_send
 from tenants.models import Tenant
 from tenants.scope import current_scope_limit, scope_within, tenant_scope
 from tenants.validation import check_storable
@@ -42,7 +44,6 @@ from tenants.validation import check_storable
 # In characters, as the API's schema states it (a Chinese character is 3 bytes of UTF-8).
 MAX_CONTENT_CHARS = 16_384
 MAX_METADATA_BYTES = 16 * 1024
-MAX_TAGS = 20
 TRUST_HELPFUL = 0.05
 TRUST_UNHELPFUL = -0.10
 # `type:name` segments joined by "/": user:alice/project:beta. Names may be any script.
@@ -181,25 +182,6 @@ def _snapshot(fact: Fact, fields: tuple[str, ...] = _AUDITED) -> dict[str, Any]:
     return {field: getattr(fact, field) for field in fields}
 
 
-def _event(
-    tenant: Tenant,
-    fact_id: int | None,
-    action: str,
-    actor: Actor,
-    before: dict[str, Any] | None = None,
-    after: dict[str, Any] | None = None,
-) -> None:
-    FactEvent.objects.create(
-        tenant=tenant,
-        fact_id=fact_id,
-        action=action,
-        actor=str(actor),
-        before=before,
-        after=after,
-        at=timezone.now(),
-    )
-
-
 def _search_vector(content: str) -> CombinedSearchVector:
     analyzed = analyze(content)
     return SearchVector(
@@ -210,8 +192,6 @@ def _search_vector(content: str) -> CombinedSearchVector:
 def _schedule_embedding(tenant: Tenant) -> None:
     """One embedding message per tenant and transaction, however many facts it adds (an import
     of 10,000 lines sends one; the task embeds every pending fact of the tenant in batches)."""
-    from facts.tasks import facts_embed_pending
-
     tenant_id = tenant.pk
     connection = transaction.get_connection()
     # Django drops a callback whose savepoint rolls back, so one still listed will run.
@@ -222,7 +202,7 @@ def _schedule_embedding(tenant: Tenant) -> None:
         return
 
     def send() -> None:
-        facts_embed_pending.delay(tenant_id)
+        job_send("facts.tasks.facts_embed_pending", tenant_id)
 
     send.embeds_tenant = tenant_id  # type: ignore[attr-defined]
     # A lost message only delays embedding: beat's sweep finds unembedded facts anyway.

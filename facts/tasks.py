@@ -1,13 +1,24 @@
-"""Celery tasks of facts: thin, they take ids, scope to one tenant and call a service."""
+"""Celery tasks of facts: thin, they take ids, load their tenant (`tenants.jobs.tenant_task`)
+and call a service, which opens the tenant's scope for each of its transactions."""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError
 
-from facts.embedding import facts_embed_batch
+from facts.conflicts import CHECK_BATCH, conflicts_check_pending, tenants_with_unchecked_facts
+from facts.curation import relink_fail, relink_run, relink_sweep
+from facts.embedding import facts_embed_batch, tenants_with_pending_embeddings
+from facts.importance import importance_recompute
+from facts.models import RelinkStatus
+from facts.retention import retention_run_execute, retention_run_fail
+from facts.retention import retention_sweep as retention_sweep_due
+from facts.services import fact_record_retrievals
 from retrieval.vectors import vector_models_cleanup, vector_switch_finish
+from tenants.jobs import tenant_task
 from tenants.models import Tenant
 
 EMBED_BATCH = 64
@@ -20,17 +31,15 @@ EMBED_BATCH = 64
     retry_backoff=True,
     max_retries=5,
 )
-def facts_embed_pending(tenant_id: int) -> int:
+@tenant_task()
+def facts_embed_pending(tenant: Tenant) -> int:
     """Embed the tenant's unembedded active facts, a batch at a time. Idempotent."""
-    tenant = Tenant.objects.filter(pk=tenant_id).first()
-    if tenant is None:
-        return 0
     done = 0
     while count := facts_embed_batch(tenant=tenant, limit=EMBED_BATCH):
         done += count
     if done:
         vector_switch_finish()  # this tenant may have been the last one a new model waited for
-        facts_check_conflicts.delay(tenant_id)  # new vectors: look for disagreements
+        facts_check_conflicts.delay(tenant.pk)  # new vectors: look for disagreements
     return done
 
 
@@ -38,8 +47,6 @@ def facts_embed_pending(tenant_id: int) -> int:
 def facts_embed_sweep() -> int:
     """Beat's safety net: a nudge for every tenant that still has facts waiting for a vector;
     also finishes a model switch whose vectors are complete and deletes retired ones."""
-    from facts.embedding import tenants_with_pending_embeddings
-
     vector_switch_finish()
     vector_models_cleanup()
     tenant_ids = tenants_with_pending_embeddings()
@@ -49,14 +56,8 @@ def facts_embed_sweep() -> int:
 
 
 @shared_task(name="facts.tasks.facts_record_retrievals", ignore_result=True)
-def facts_record_retrievals(tenant_id: int, fact_ids: list[int], at: str) -> int:
-    from datetime import datetime
-
-    from facts.services import fact_record_retrievals
-
-    tenant = Tenant.objects.filter(pk=tenant_id).first()
-    if tenant is None:
-        return 0
+@tenant_task()
+def facts_record_retrievals(tenant: Tenant, fact_ids: list[int], at: str) -> int:
     return fact_record_retrievals(tenant=tenant, fact_ids=fact_ids, at=datetime.fromisoformat(at))
 
 
@@ -64,29 +65,22 @@ def facts_record_retrievals(tenant_id: int, fact_ids: list[int], at: str) -> int
 
 
 @shared_task(name="facts.tasks.entities_relink", ignore_result=True)
-def entities_relink(tenant_id: int, job_id: int) -> int:
+@tenant_task()
+def entities_relink(tenant: Tenant, job_id: int) -> int:
     """Work on a relink job for up to four minutes; re-queue itself until it is done."""
-    from facts.curation import relink_fail, relink_run
-    from facts.models import RelinkStatus
-
-    tenant = Tenant.objects.filter(pk=tenant_id).first()
-    if tenant is None:
-        return 0
     try:
         job = relink_run(tenant=tenant, job_id=job_id)
     except Exception as error:  # recorded for the admin to see; the sweep does not retry it
         relink_fail(tenant=tenant, job_id=job_id, error=f"{type(error).__name__}: {error}")
         raise
     if job is not None and job.status == RelinkStatus.QUEUED:
-        entities_relink.delay(tenant_id, job_id)  # out of time: the rest in a fresh task
+        entities_relink.delay(tenant.pk, job_id)  # out of time: the rest in a fresh task
     return job.done if job is not None else 0
 
 
 @shared_task(name="facts.tasks.entities_relink_sweep", ignore_result=True)
 def entities_relink_sweep() -> int:
     """Beat: re-link every tenant after the extractor changed; resend lost relink jobs."""
-    from facts.curation import relink_sweep
-
     todo = relink_sweep()
     for tenant_id, job_id in todo:
         entities_relink.delay(tenant_id, job_id)
@@ -103,13 +97,9 @@ def entities_relink_sweep() -> int:
     retry_backoff=True,
     max_retries=5,
 )
-def facts_check_conflicts(tenant_id: int) -> int:
+@tenant_task()
+def facts_check_conflicts(tenant: Tenant) -> int:
     """Compare the tenant's newly embedded (or changed) facts with their neighbours."""
-    from facts.conflicts import CHECK_BATCH, conflicts_check_pending
-
-    tenant = Tenant.objects.filter(pk=tenant_id).first()
-    if tenant is None:
-        return 0
     checked = 0
     for _ in range(25):  # at most 25 batches per task; the sweep brings the rest
         result = conflicts_check_pending(tenant=tenant)
@@ -122,8 +112,6 @@ def facts_check_conflicts(tenant_id: int) -> int:
 @shared_task(name="facts.tasks.facts_conflicts_sweep", ignore_result=True)
 def facts_conflicts_sweep() -> int:
     """Beat: a conflict check for every tenant with facts not yet checked."""
-    from facts.conflicts import tenants_with_unchecked_facts
-
     tenant_ids = tenants_with_unchecked_facts()
     for tenant_id in tenant_ids:
         facts_check_conflicts.delay(tenant_id)
@@ -142,13 +130,9 @@ def facts_conflicts_sweep() -> int:
     soft_time_limit=120,
     time_limit=150,
 )
-def facts_importance_recompute(tenant_id: int) -> int:
+@tenant_task()
+def facts_importance_recompute(tenant: Tenant) -> int:
     """Recompute the importance of one tenant's active facts (one statement; safe to repeat)."""
-    from facts.importance import importance_recompute
-
-    tenant = Tenant.objects.filter(pk=tenant_id).first()
-    if tenant is None:
-        return 0
     return importance_recompute(tenant=tenant)
 
 
@@ -174,15 +158,11 @@ def facts_importance_sweep() -> int:
     soft_time_limit=300,
     time_limit=360,
 )
-def retention_run(tenant_id: int, run_id: int) -> int:
+@tenant_task()
+def retention_run(tenant: Tenant, run_id: int) -> int:
     """Work on a retention run for up to four minutes; re-queue itself until it is done. A
     database outage retries with backoff (each committed batch stays done); any other error
     marks the run failed, for the admin to see."""
-    from facts.retention import retention_run_execute, retention_run_fail
-
-    tenant = Tenant.objects.filter(pk=tenant_id).first()
-    if tenant is None:
-        return 0
     try:
         run = retention_run_execute(tenant=tenant, run_id=run_id)
     except (ConnectionError, TimeoutError, OperationalError, InterfaceError):
@@ -193,16 +173,14 @@ def retention_run(tenant_id: int, run_id: int) -> int:
         retention_run_fail(tenant=tenant, run_id=run_id, error=f"{type(error).__name__}: {error}")
         raise
     if run is not None and run.status == "queued":
-        retention_run.delay(tenant_id, run_id)  # out of time: the rest in a fresh task
+        retention_run.delay(tenant.pk, run_id)  # out of time: the rest in a fresh task
     return run.batches_done if run is not None else 0
 
 
 @shared_task(name="facts.tasks.retention_sweep", ignore_result=True)
 def retention_sweep() -> int:
     """Beat: start the retention runs that are due; send again lost or orphaned ones."""
-    from facts.retention import retention_sweep as sweep
-
-    todo = sweep()
+    todo = retention_sweep_due()
     for tenant_id, run_id in todo:
         retention_run.delay(tenant_id, run_id)
     return len(todo)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from facts import conflicts, curation, graph, selectors, services
+from facts import conflicts, curation, graph, services
 from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
 from facts.forms import (
     AuditFilterForm,
@@ -26,6 +26,19 @@ from facts.forms import (
     day_start,
 )
 from facts.models import ConflictStatus, EntityType, Fact, Status
+from facts.selectors.audit import audit_event_iter, audit_event_list
+from facts.selectors.entities import dictionary_entries, entity_fact_list, entity_get, entity_list
+from facts.selectors.facts import (
+    fact_conflicts,
+    fact_entities,
+    fact_feedback_list,
+    fact_get,
+    fact_history,
+    fact_iter,
+    fact_list,
+    fact_trust_history,
+    fact_vectors,
+)
 from memoryadmin.web.charts import neighbourhood_svg
 from memoryadmin.web.forms import apply_errors, query_form
 from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page
@@ -49,7 +62,7 @@ class FactListPage(TenantPage):
         data = form.cleaned_data
         if data["q"].strip():
             return self._search(form)
-        page = selectors.fact_list(
+        page = fact_list(
             tenant=self.tenant,
             limit=PAGE_SIZE,
             cursor=data["cursor"] or None,
@@ -141,7 +154,7 @@ class FactExportPage(TenantPage):
         )
         rows, content_type, extension = _EXPORTS[chosen]
         response = StreamingHttpResponse(
-            rows(selectors.fact_iter(tenant=self.tenant, **filters)), content_type=content_type
+            rows(fact_iter(tenant=self.tenant, **filters)), content_type=content_type
         )
         stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
         name = f"mnemosyne-{self.tenant.slug}-facts-{stamp}.{extension}"
@@ -300,11 +313,11 @@ def _fact_page(view: TenantPage, fact_id: int, status: int = 200, **forms: Any) 
     it too, with their form's errors."""
     tenant = view.tenant
     try:
-        fact: Fact | None = selectors.fact_get(tenant=tenant, fact_id=fact_id)
+        fact: Fact | None = fact_get(tenant=tenant, fact_id=fact_id)
     except NotFound:
         fact = None  # purged: its audit history is all that is left (or it never was)
     try:
-        history = selectors.fact_history(tenant=tenant, fact_id=fact_id)
+        history = fact_history(tenant=tenant, fact_id=fact_id)
     except NotFound:
         if fact is None:
             raise
@@ -321,14 +334,14 @@ def _fact_page(view: TenantPage, fact_id: int, status: int = 200, **forms: Any) 
         "history_page": number,
         "history_more": len(newest_first) > number * HISTORY_PAGE,
         "history_total": len(history),
-        "trust_history": selectors.fact_trust_history(history),
+        "trust_history": fact_trust_history(history),
     }
     if fact is not None:
         context |= {
-            "entities": selectors.fact_entities(tenant=tenant, fact_id=fact_id),
-            "feedback": selectors.fact_feedback_list(tenant=tenant, fact_id=fact_id),
-            "conflicts": selectors.fact_conflicts(tenant=tenant, fact_id=fact_id),
-            "vectors": selectors.fact_vectors(tenant=tenant, fact_id=fact_id),
+            "entities": fact_entities(tenant=tenant, fact_id=fact_id),
+            "feedback": fact_feedback_list(tenant=tenant, fact_id=fact_id),
+            "conflicts": fact_conflicts(tenant=tenant, fact_id=fact_id),
+            "vectors": fact_vectors(tenant=tenant, fact_id=fact_id),
         }
         if view.access.can_write:
             context["edit_form"] = forms.get("edit_form") or _edit_form(fact)
@@ -454,7 +467,7 @@ class EntityListPage(TenantPage):
         if not form.is_valid():
             return self.render("web/entities/list.html", {"form": form}, status=400)
         data = form.cleaned_data
-        page = selectors.entity_list(
+        page = entity_list(
             tenant=self.tenant,
             query=data["q"] or None,
             type=data["type"] or None,
@@ -475,9 +488,9 @@ class EntityListPage(TenantPage):
 @tenant_page("entities/<id:entity_id>/", name="entity", section="entities")
 class EntityPage(TenantPage):
     def get(self, request: HttpRequest, entity_id: int) -> HttpResponse:
-        entity = selectors.entity_get(tenant=self.tenant, entity_id=entity_id)
+        entity = entity_get(tenant=self.tenant, entity_id=entity_id)
         cursor = request.GET.get("cursor") or None
-        page = selectors.entity_facts(
+        page = entity_fact_list(
             tenant=self.tenant, entity_id=entity.pk, limit=PAGE_SIZE, cursor=cursor
         )
         return self.render(
@@ -506,7 +519,7 @@ class AuditPage(TenantPage):
         form = query_form(AuditFilterForm, request.GET)
         if not form.is_valid():
             return self.render("web/audit.html", {"form": form, "events": []}, status=400)
-        page = selectors.audit_event_list(
+        page = audit_event_list(
             tenant=self.tenant,
             limit=PAGE_SIZE,
             cursor=form.cleaned_data["cursor"] or None,
@@ -540,7 +553,7 @@ class AuditExportPage(TenantPage):
             format="csv",
             filters={k: str(v) for k, v in filters.items() if v is not None},
         )
-        events = selectors.audit_event_iter(tenant=self.tenant, **filters)
+        events = audit_event_iter(tenant=self.tenant, **filters)
         response = StreamingHttpResponse(
             audit_csv_rows(events), content_type="text/csv; charset=utf-8"
         )
@@ -669,7 +682,7 @@ class DictionaryPage(TenantPage):
         return self.render(
             "web/entities/dictionary.html",
             {
-                "entries": selectors.dictionary_entries(tenant=self.tenant),
+                "entries": dictionary_entries(tenant=self.tenant),
                 "job": curation.relink_latest(tenant=self.tenant),
                 "types": EntityType.choices,
             },

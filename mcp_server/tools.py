@@ -19,7 +19,7 @@ from django.db import InterfaceError, OperationalError
 
 from facts.graph import entity_facts, entity_related
 from facts.models import Fact, Kind
-from facts.selectors import fact_get, fact_list
+from facts.selectors.facts import fact_get, fact_list
 from facts.services import clean_scope, fact_add, fact_feedback, fact_remove, fact_update
 from mcp_server import catalog, inputs
 from mcp_server.catalog import ToolSpec

@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from facts.selectors import (
+from facts.selectors.dashboard import (
     conflict_open_count,
     entity_count,
     entity_top,

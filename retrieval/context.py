@@ -24,6 +24,7 @@ from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
 from tenants.errors import InvalidInput
+from tenants.jobs import job_send
 from tenants.models import Tenant
 from tenants.scope import current_scope_limit, scope_path, scope_q, tenant_scope
 
@@ -232,13 +233,11 @@ def retrievals_record(*, tenant: Tenant, fact_ids: list[int]) -> None:
     """Count what agents were shown, off the read path: a task does the UPDATE."""
     if not fact_ids:
         return
-    from facts.tasks import facts_record_retrievals
-
     tenant_id, at = tenant.pk, timezone.now().isoformat()
 
     def send() -> None:
         try:
-            facts_record_retrievals.delay(tenant_id, fact_ids, at)
+            job_send("facts.tasks.facts_record_retrievals", tenant_id, fact_ids, at)
         except Exception:  # noqa: BLE001 - a broker outage must not fail recall; count lost
             logger.warning("tenant %s: retrieval counts not sent", tenant_id, exc_info=True)
 

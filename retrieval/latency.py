@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
+from tenants.jobs import job_send
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -68,10 +69,8 @@ def recall_latency_note(*, tenant: Tenant, ms: float, now: datetime | None = Non
 
 
 def _send(rows: list[list[object]]) -> None:
-    from retrieval.tasks import retrieval_store_latencies
-
     try:
-        retrieval_store_latencies.delay(rows)
+        job_send("retrieval.tasks.retrieval_store_latencies", rows)
     except Exception:  # noqa: BLE001 - a broker outage must not fail recall; samples lost
         logger.warning("recall latency samples of %d tenant-hours not sent", len(rows))
 

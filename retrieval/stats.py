@@ -16,6 +16,8 @@ from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.utils import timezone
 
+from tenants.jobs import job_send
+
 logger = logging.getLogger(__name__)
 
 # Recomputed when this share of the tenant's facts changed since, and at least this many writes.
@@ -118,10 +120,8 @@ def _corpus_counted(tenant_id: int) -> Corpus:
 def _refresh_later(tenant_id: int) -> None:
     if not cache.add(f"mnemosyne:{tenant_id}:corpus-refresh", 1, _REFRESH_LOCK_S):
         return  # already asked for
-    from retrieval.tasks import retrieval_refresh_corpus_stats
-
     try:
-        retrieval_refresh_corpus_stats.delay(tenant_id)
+        job_send("retrieval.tasks.retrieval_refresh_corpus_stats", tenant_id)
     except Exception:  # noqa: BLE001 - a broker outage must not fail recall; figures stay a bit old
         cache.delete(f"mnemosyne:{tenant_id}:corpus-refresh")
         logger.warning("tenant %s: corpus statistics refresh not sent", tenant_id, exc_info=True)

@@ -2,35 +2,35 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from celery import shared_task
 from django.core.cache import cache
 
+from retrieval.latency import recall_latency_add
 from retrieval.stats import corpus_stats_refresh
+from tenants.jobs import tenant_task
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
 
 
 @shared_task(name="retrieval.tasks.retrieval_refresh_corpus_stats", ignore_result=True)
 def retrieval_refresh_corpus_stats(tenant_id: int) -> int:
     """Recompute a large tenant's full-text statistics. Returns the number of active facts."""
     try:
-        tenant = Tenant.objects.filter(pk=tenant_id).first()
-        if tenant is None:
-            return 0
-        with tenant_scope(tenant):
-            corpus = corpus_stats_refresh(tenant_id=tenant.pk)
-        return corpus.documents if corpus else 0
+        return _corpus_stats_refresh(tenant_id)
     finally:
         cache.delete(f"mnemosyne:{tenant_id}:corpus-refresh")
+
+
+@tenant_task(scoped=True)
+def _corpus_stats_refresh(tenant: Tenant) -> int:
+    corpus = corpus_stats_refresh(tenant_id=tenant.pk)
+    return corpus.documents if corpus else 0
 
 
 @shared_task(name="retrieval.tasks.retrieval_store_latencies", ignore_result=True)
 def retrieval_store_latencies(rows: list[list[object]]) -> int:
     """Add recall latency histograms `[tenant_id, hour (ISO), counts]` to their rows."""
-    from datetime import datetime
-
-    from retrieval.latency import recall_latency_add
-
     stored = 0
     for tenant_id, hour, counts in rows:
         tenant = Tenant.objects.filter(pk=tenant_id).first()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up (first time) and run the whole test suite: lint and type checks, then pytest against a
-# real PostgreSQL with pgvector (embedded, or TEST_DATABASE_URL), real Celery workers and the real
-# `mnemosyne up`.
+# Set up (first time) and run the whole test suite: lint (ruff, the import layers) and type
+# checks, then pytest against a real PostgreSQL with pgvector (embedded, or TEST_DATABASE_URL),
+# real Celery workers and the real `mnemosyne up`.
 # Extra arguments go to pytest (e.g. -k health, -x).
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 ensure_venv "[test,hermes]"
@@ -9,6 +9,8 @@ cd "$ROOT"
 say "ruff: lint and format check"
 "$VENV/bin/ruff" check --quiet .
 "$VENV/bin/ruff" format --check --quiet .
+say "lint-imports: the layers in pyproject.toml"
+"$VENV/bin/lint-imports" --no-cache --no-logo
 say "mypy: types of tenants, facts, retrieval and hermes_provider"
 # The Django plugin imports the settings: give them the tests' data directory and a key, and
 # no database of the caller's (types do not depend on them).

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from memoryadmin.api.base import Need, TenantViewSet, check_body_size
 from memoryadmin.api.parsers import FirstRenderer
-from memoryadmin.api.strict import StrictSerializer
+from memoryadmin.api.strict import StrictSerializer, validated
 from tenants import selectors, services
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
@@ -192,12 +192,6 @@ class RetentionPreviewOut(serializers.Serializer):
     policy = RetentionOut(help_text="the policy counted with (the saved one, changed by the query)")
 
 
-def _valid(serializer_class: type[serializers.Serializer], data: Any, **kw: Any) -> dict:
-    serializer = serializer_class(data=data, **kw)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 # -- tenants ----------------------------------------------------------------------------------
 
 _TENANT_EXAMPLE = {
@@ -254,7 +248,7 @@ class TenantListView(APIView):
     def post(self, request: Request) -> Response:
         if isinstance(request.auth, ApiKey) or not request.user.is_superuser:
             raise exceptions.PermissionDenied("only superusers create tenants")
-        data = _valid(TenantCreateIn, request.data)
+        data = validated(TenantCreateIn, request.data)
         tenant = services.tenant_create(actor=Actor.user(request.user), **data)
         return Response(_tenant_data(tenant, "admin"), status=status.HTTP_201_CREATED)
 
@@ -288,7 +282,7 @@ class TenantDetailViewSet(TenantViewSet):
         tags=["tenants"],
     )
     def partial_update(self, request: Request, tenant: str | None = None) -> Response:
-        data = _valid(TenantUpdateIn, request.data)
+        data = validated(TenantUpdateIn, request.data)
         updated = services.tenant_update_settings(
             tenant=self.tenant, changes=data["settings"], actor=self.actor
         )
@@ -326,7 +320,7 @@ class MemberViewSet(TenantViewSet):
         tags=["members"],
     )  # fmt: skip
     def create(self, request: Request, tenant: str | None = None) -> Response:
-        data = _valid(MemberIn, request.data)
+        data = validated(MemberIn, request.data)
         try:
             user = selectors.user_get(username=data["username"])
         except NotFound:
@@ -360,7 +354,7 @@ class MemberViewSet(TenantViewSet):
     def partial_update(
         self, request: Request, username: str, tenant: str | None = None
     ) -> Response:
-        data = _valid(RoleIn, request.data)
+        data = validated(RoleIn, request.data)
         current = selectors.membership_get(tenant=self.tenant, username=username)
         membership = services.membership_set(
             tenant=self.tenant, user=current.user, role=data["role"], actor=self.actor
@@ -429,7 +423,7 @@ class ApiKeyViewSet(TenantViewSet):
         tags=["api keys"],
     )  # fmt: skip
     def create(self, request: Request, tenant: str | None = None) -> Response:
-        data = _valid(ApiKeyIn, request.data)
+        data = validated(ApiKeyIn, request.data)
         created = services.apikey_create(tenant=self.tenant, actor=self.actor, **data)
         body = ApiKeyOut(created.key).data | {"token": created.token}
         return Response(body, status=status.HTTP_201_CREATED)
@@ -480,7 +474,7 @@ class ApiKeyViewSet(TenantViewSet):
     def rotate(self, request: Request, key_id: int, tenant: str | None = None) -> Response:
         from datetime import timedelta
 
-        data = _valid(ApiKeyRotateIn, request.data)
+        data = validated(ApiKeyRotateIn, request.data)
         rotated = services.apikey_rotate(
             tenant=self.tenant,
             key_id=key_id,
@@ -615,7 +609,7 @@ class RetentionViewSet(TenantViewSet):
     def run(self, request: Request, tenant: str | None = None) -> Response:
         from facts.retention import retention_dry_run, retention_run_start
 
-        data = _valid(RetentionRunIn, request.data)
+        data = validated(RetentionRunIn, request.data)
         if data["dry_run"]:
             run = retention_dry_run(tenant=self.tenant, actor=self.actor)
             return Response(RetentionRunOut(run).data)
@@ -650,7 +644,7 @@ class RetentionViewSet(TenantViewSet):
         tags=["retention"],
     )
     def partial_update(self, request: Request, tenant: str | None = None) -> Response:
-        changes = _valid(RetentionIn, request.data)
+        changes = validated(RetentionIn, request.data)
         policy = services.retention_policy_update(
             tenant=self.tenant, actor=self.actor, changes=changes
         )
@@ -676,9 +670,9 @@ class RetentionViewSet(TenantViewSet):
         tags=["retention"],
     )  # fmt: skip
     def preview(self, request: Request, tenant: str | None = None) -> Response:
-        from facts.selectors import retention_preview
+        from facts.selectors.retention import retention_preview
 
-        valid = _valid(RetentionIn, request.query_params)
+        valid = validated(RetentionIn, request.query_params)
         # Query strings read an absent boolean as false: keep only what the caller named.
         changes = {k: v for k, v in valid.items() if k in request.query_params}
         result = retention_preview(tenant=self.tenant, changes=changes or None)

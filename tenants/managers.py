@@ -7,14 +7,11 @@ There is no bypass: what spans tenants goes through `tenants.cross_tenant`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from django.db import models
 
-from tenants.scope import TenantScopeError, current_scope_limit, scope_q
-
-if TYPE_CHECKING:
-    from tenants.models import Tenant
+from tenants.scope import TenantRef, TenantScopeError, current_scope_limit, scope_q
 
 
 def _has_scope(model: type[models.Model]) -> bool:
@@ -28,7 +25,7 @@ def _has_scope(model: type[models.Model]) -> bool:
 class TenantQuerySet(models.QuerySet):
     _tenant_checked = False
 
-    def for_tenant(self, tenant: Tenant | int) -> Self:
+    def for_tenant(self, tenant: TenantRef | int) -> Self:
         tenant_id = tenant if isinstance(tenant, int) else tenant.pk
         if not tenant_id:
             raise TenantScopeError(f"for_tenant() needs a saved tenant, got {tenant!r}")

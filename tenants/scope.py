@@ -17,13 +17,10 @@ import contextvars
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from django.db import connection, transaction
 from django.db.models import Q
-
-if TYPE_CHECKING:
-    from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -31,15 +28,19 @@ logger = logging.getLogger(__name__)
 _current: contextvars.ContextVar[int | None] = contextvars.ContextVar("tenant_scope", default=None)
 
 
+class TenantRef(Protocol):
+    """A saved tenant as the scope sees it: its primary key (`tenants.models.Tenant`; the scope
+    sits below the models, which use it)."""
+
+    @property
+    def pk(self) -> Any: ...
+
+
 class TenantScopeError(RuntimeError):
     """Tenant data was touched outside a tenant scope, or two scopes were mixed."""
 
 
-def current_tenant_id() -> int | None:
-    return _current.get()
-
-
-def _tenant_pk(tenant: Tenant | int) -> int:
+def _tenant_pk(tenant: TenantRef | int) -> int:
     pk = tenant if isinstance(tenant, int) else tenant.pk
     if not isinstance(pk, int) or pk <= 0:
         raise TenantScopeError(f"not a saved tenant: {tenant!r}")
@@ -58,7 +59,7 @@ def _set(tenant_id: str) -> str:
 
 
 @contextmanager
-def tenant_scope(tenant: Tenant | int) -> Iterator[int]:
+def tenant_scope(tenant: TenantRef | int) -> Iterator[int]:
     """Run the body in a transaction that sees only `tenant`'s rows. Yields the tenant id.
 
     Re-entering the same tenant joins the open scope; entering another tenant inside a scope
@@ -140,12 +141,3 @@ def scope_limit_reset(token: contextvars.Token[str] | None = None) -> None:
         _scope_limit.reset(token)
     else:
         _scope_limit.set("")
-
-
-@contextmanager
-def scope_limited(prefix: str) -> Iterator[None]:
-    token = scope_limit_set(prefix)
-    try:
-        yield
-    finally:
-        _scope_limit.reset(token)

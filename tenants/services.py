@@ -134,11 +134,6 @@ def tenant_update_settings(*, tenant: Tenant, changes: dict[str, Any], actor: Ac
 # -- members ----------------------------------------------------------------------------------
 
 
-def _admin_count(tenant: Tenant) -> int:
-    count: int = Membership.objects.for_tenant(tenant).filter(role=Role.ADMIN).count()
-    return count
-
-
 def _refuse_last_admin(tenant: Tenant, membership: Membership | None, *, removing: bool) -> None:
     """A tenant keeps at least one admin: its last one can be neither removed nor demoted."""
     if membership is None or membership.role != Role.ADMIN:

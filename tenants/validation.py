@@ -2,7 +2,8 @@
 
 Text columns and jsonb refuse NUL characters, UTF-8 cannot encode lone surrogates (JSON may carry
 them as "\\ud800"), and jsonb refuses infinite numbers (JSON may carry them as 1e400). Each would
-surface as a database error; here it is a clear InvalidInput naming the field.
+surface as a database error; here it is a clear InvalidInput naming the field. And the one check
+that a value is one of its choices.
 """
 
 from __future__ import annotations
@@ -46,3 +47,10 @@ def check_storable(value: Any, field: str, depth: int = 0) -> None:
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             check_storable(item, f"{field}[{index}]", depth + 1)
+
+
+def check_choice(field: str, value: str | None, allowed: list[str]) -> str | None:
+    """`value` when it is None or one of `allowed`; else InvalidInput naming `field`."""
+    if value is not None and value not in allowed:
+        raise InvalidInput(field, f"must be one of {', '.join(allowed)}")
+    return value

@@ -46,7 +46,7 @@ def signed_in(user) -> APIClient:
 
 @pytest.fixture
 def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings) -> World:
-    from facts.selectors import entity_list
+    from facts.selectors.entities import entity_list
 
     settings.MNEMOSYNE_ENTITY_EXTRACTOR = "tests.extractors.capitalised_people"
     facts = {}

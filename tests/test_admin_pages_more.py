@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from facts import services as fact_services
-from facts.selectors import fact_get
+from facts.selectors.facts import fact_get
 from tenants import selectors as tenant_selectors
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from facts.selectors import fact_get, fact_list
+from facts.selectors.facts import fact_get, fact_list
 from facts.services import fact_add
 from tenants.services import apikey_create, apikey_revoke
 from tests.api_fixtures import bearer, signed_in

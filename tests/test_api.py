@@ -534,7 +534,7 @@ def test_recall_by_an_agent_counts_as_a_retrieval_and_a_person_looking_does_not(
 
 
 def fact_get_count(world: World) -> int:
-    from facts.selectors import fact_get
+    from facts.selectors.facts import fact_get
 
     return fact_get(tenant=world.tenant, fact_id=world.fact.pk).retrieval_count
 

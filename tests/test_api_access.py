@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from facts.selectors import fact_get
+from facts.selectors.facts import fact_get
 from tenants.selectors import membership_role
 from tests.api_fixtures import World, bearer, signed_in
 

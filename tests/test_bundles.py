@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from facts import selectors, services
+from facts import services
 from facts.bundles import BundleError, bundle_open, bundle_paths
 from facts.embedding import facts_embed_batch
 from facts.models import Entity, Fact, FactEntity, FactVector, Feedback, Status
+from facts.selectors.facts import fact_history
 from facts.transfer import tenant_export, tenant_import
 from tenants.actors import Actor
 from tenants.scope import tenant_scope
@@ -78,7 +79,7 @@ def test_export_then_import_into_another_tenant_twice(filled, tenant, other_tena
         alice = Fact.objects.for_tenant(other_tenant).get(content="Alice prefers green tea")
     assert (alice.helpful_count, alice.scope) == (1, "user:alice")
     assert alice.embedding_model  # its vector came along: no embedding needed
-    actions = [e.action for e in selectors.fact_history(tenant=other_tenant, fact_id=alice.pk)]
+    actions = [e.action for e in fact_history(tenant=other_tenant, fact_id=alice.pk)]
     assert actions == ["create", "feedback", "import"]  # its history came along
 
 
@@ -208,7 +209,7 @@ def test_archived_facts_come_back_from_their_bundle(tenant, owner_actor, setting
     assert "1 restored from the archive" in out.getvalue()
     with tenant_scope(tenant):
         assert Fact.objects.for_tenant(tenant).get(pk=fact.pk).status == Status.ACTIVE
-    history = selectors.fact_history(tenant=tenant, fact_id=fact.pk)
+    history = fact_history(tenant=tenant, fact_id=fact.pk)
     assert [e.action for e in history][-2:] == ["archive", "restore"]
 
 

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
-from facts.selectors import fact_get, fact_vectors
+from facts.selectors.facts import fact_get, fact_vectors
 from facts.services import fact_add
 from memoryadmin.models import ServiceHeartbeat
 from memoryadmin.tasks import heartbeat

@@ -15,7 +15,7 @@ from facts.contradiction import pair_judge
 from facts.embedding import facts_embed_batch
 from facts.graph import fact_contradictions
 from facts.models import Conflict, ConflictScan, FactEvent
-from facts.selectors import fact_entities, fact_get
+from facts.selectors.facts import fact_entities, fact_get
 from facts.services import fact_add, fact_import
 from retrieval.search import recall_search
 from tenants.errors import InvalidInput, NotFound

@@ -10,7 +10,8 @@ from facts.entities import Dictionary, entities_found
 from facts.extract import extract_entities
 from facts.graph import entities_reason, entity_related
 from facts.models import Entity, EntityEvent, RelinkJob
-from facts.selectors import entity_get, entity_list, fact_entities
+from facts.selectors.entities import entity_get, entity_list
+from facts.selectors.facts import fact_entities
 from facts.services import fact_add, fact_update
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import TenantEvent

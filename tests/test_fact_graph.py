@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from facts.candidates import candidate_facts
 from facts.conflicts import conflicts_check_pending
 from facts.embedding import facts_embed_batch
 from facts.graph import entities_reason, entity_facts, entity_related, fact_contradictions
 from facts.models import Category, Kind
-from facts.selectors import fact_list
+from facts.selectors.facts import fact_list
 from facts.services import fact_add, fact_feedback
 from hermes_provider import schemas as tools
+from hermes_provider.candidates import candidate_facts
 from tenants.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db

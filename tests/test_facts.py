@@ -8,9 +8,18 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from facts import selectors, services
+from facts import services
 from facts.embedding import facts_embed_batch
 from facts.models import Entity, FactEntity, Feedback, Status
+from facts.selectors.facts import (
+    fact_count,
+    fact_entities,
+    fact_get,
+    fact_history,
+    fact_list,
+    fact_vectors,
+)
+from facts.selectors.paging import MAX_PAGE, cursor_encode
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.scope import tenant_scope
@@ -27,14 +36,14 @@ def add(tenant, actor, content="Alice prefers tea over coffee", **kw):
 
 def test_add_stores_the_fact_with_defaults_and_audits_it(tenant, owner_actor) -> None:
     result = add(tenant, owner_actor, scope="user:alice", tags=["Drinks", "drinks ", "morning"])
-    fact = selectors.fact_get(tenant=tenant, fact_id=result.fact.pk)
+    fact = fact_get(tenant=tenant, fact_id=result.fact.pk)
     assert result.status == "added"
     assert fact.content == "Alice prefers tea over coffee"
     assert (fact.kind, fact.category, fact.status) == ("fact", "general", "active")
     assert fact.tags == ["drinks", "morning"]
     assert fact.trust_score == pytest.approx(0.5)
     assert fact.created_by == f"user:{owner_actor.ident}:olivia"
-    [event] = selectors.fact_history(tenant=tenant, fact_id=fact.pk)
+    [event] = fact_history(tenant=tenant, fact_id=fact.pk)
     assert (event.action, event.actor) == ("create", str(owner_actor))
     assert event.after["content"] == fact.content and event.before is None
 
@@ -47,8 +56,8 @@ def test_the_same_fact_again_returns_the_existing_one(tenant, owner_actor) -> No
     elsewhere = add(tenant, owner_actor, scope="user:bob")
     assert again.status == "exists" and again.fact.pk == first.fact.pk
     assert elsewhere.status == "added" and elsewhere.fact.pk != first.fact.pk
-    assert selectors.fact_count(tenant=tenant) == 2
-    assert len(selectors.fact_history(tenant=tenant, fact_id=first.fact.pk)) == 1
+    assert fact_count(tenant=tenant) == 2
+    assert len(fact_history(tenant=tenant, fact_id=first.fact.pk)) == 1
 
 
 def test_the_same_text_in_two_tenants_is_two_facts(tenant, other_tenant, system_actor) -> None:
@@ -88,7 +97,7 @@ def test_bad_input_is_refused_with_the_field_named(tenant, system_actor, kwargs,
     with pytest.raises(InvalidInput) as error:
         services.fact_add(tenant=tenant, actor=system_actor, **kwargs)
     assert error.value.field == field
-    assert selectors.fact_count(tenant=tenant, status=None) == 0
+    assert fact_count(tenant=tenant, status=None) == 0
 
 
 def test_exactly_16_kib_is_accepted_and_nul_characters_are_dropped(tenant, system_actor) -> None:
@@ -151,7 +160,7 @@ def test_an_extractor_links_facts_to_entities(tenant, system_actor, settings) ->
     settings.MNEMOSYNE_ENTITY_EXTRACTOR = "tests.extractors.capitalised_people"
     first = add(tenant, system_actor, content="Alice met Bob in the lab").fact
     second = add(tenant, system_actor, content="Bob fixed the printer").fact
-    names = [e.name for e in selectors.fact_entities(tenant=tenant, fact_id=first.pk)]
+    names = [e.name for e in fact_entities(tenant=tenant, fact_id=first.pk)]
     assert names == ["Alice", "Bob"]
     with tenant_scope(tenant):
         bob = Entity.objects.for_tenant(tenant).get(normalized="bob")
@@ -174,8 +183,8 @@ def test_update_changes_only_what_is_given_and_audits_exactly_that(tenant, owner
     assert updated.content == "Alice prefers green tea" and updated.category == "user_pref"
     assert updated.content_hash == services.content_hash("alice prefers GREEN tea")
     assert updated.embedding_model == "", "the old vector described the old text"
-    assert selectors.fact_vectors(tenant=tenant, fact_id=fact.pk) == []
-    event = selectors.fact_history(tenant=tenant, fact_id=fact.pk)[-1]
+    assert fact_vectors(tenant=tenant, fact_id=fact.pk) == []
+    event = fact_history(tenant=tenant, fact_id=fact.pk)[-1]
     assert event.action == "update"
     assert event.before == {"content": "Alice prefers tea over coffee"}
     assert event.after == {"content": "Alice prefers green tea"}
@@ -212,11 +221,11 @@ def test_update_with_nothing_to_change_is_refused(tenant, system_actor) -> None:
 def test_remove_is_soft_and_adding_it_again_restores_it(tenant, owner_actor) -> None:
     fact = add(tenant, owner_actor).fact
     services.fact_remove(tenant=tenant, fact_id=fact.pk, actor=owner_actor)
-    assert selectors.fact_list(tenant=tenant).facts == []
-    assert selectors.fact_get(tenant=tenant, fact_id=fact.pk).status == Status.REMOVED
+    assert fact_list(tenant=tenant).facts == []
+    assert fact_get(tenant=tenant, fact_id=fact.pk).status == Status.REMOVED
     again = add(tenant, owner_actor)
     assert (again.status, again.fact.pk) == ("restored", fact.pk)
-    actions = [e.action for e in selectors.fact_history(tenant=tenant, fact_id=fact.pk)]
+    actions = [e.action for e in fact_history(tenant=tenant, fact_id=fact.pk)]
     assert actions == ["create", "remove", "restore"]
 
 
@@ -227,10 +236,10 @@ def test_purge_deletes_for_good_but_the_audit_keeps_that_it_happened(tenant, own
         services.fact_purge(tenant=tenant, fact_id=fact.pk, actor=owner_actor, reason=" ")
     services.fact_purge(tenant=tenant, fact_id=fact.pk, actor=owner_actor, reason="GDPR request")
     with pytest.raises(NotFound):
-        selectors.fact_get(tenant=tenant, fact_id=fact.pk)
+        fact_get(tenant=tenant, fact_id=fact.pk)
     with tenant_scope(tenant):
         assert not Feedback.objects.for_tenant(tenant).filter(fact_id=fact.pk).exists()
-    history = selectors.fact_history(tenant=tenant, fact_id=fact.pk)
+    history = fact_history(tenant=tenant, fact_id=fact.pk)
     assert [e.action for e in history] == ["create", "feedback", "purge"]
     assert history[-1].after == {"reason": "GDPR request"}
     assert "555-0100" not in str(history[-1].before)
@@ -249,7 +258,7 @@ def test_feedback_moves_trust_and_counts(tenant, owner_actor) -> None:
     assert result.new_trust == pytest.approx(0.45) and result.unhelpful_count == 1
     with tenant_scope(tenant):
         assert Feedback.objects.for_tenant(tenant).filter(fact_id=fact.pk).count() == 2
-    event = selectors.fact_history(tenant=tenant, fact_id=fact.pk)[-1]
+    event = fact_history(tenant=tenant, fact_id=fact.pk)[-1]
     assert event.before == {"trust_score": 0.55}
     assert event.after == {"trust_score": 0.45, "helpful": False}
 
@@ -289,7 +298,7 @@ def test_list_pages_through_everything_once_newest_first(tenant, system_actor) -
         )
     seen, cursor = [], None
     while True:
-        page = selectors.fact_list(tenant=tenant, limit=5, cursor=cursor)
+        page = fact_list(tenant=tenant, limit=5, cursor=cursor)
         seen += [f.content for f in page.facts]
         if not page.next_cursor:
             break
@@ -305,7 +314,7 @@ def test_list_filters(tenant, system_actor) -> None:
     services.fact_add(tenant=tenant, content="d", kind="turn", session_id="s", actor=system_actor)
 
     def contents(**kw) -> list[str]:
-        return sorted(f.content for f in selectors.fact_list(tenant=tenant, **kw).facts)
+        return sorted(f.content for f in fact_list(tenant=tenant, **kw).facts)
 
     assert contents(scope_prefix="user:alice") == ["a", "b"], "a prefix is whole segments"
     assert contents(category="project") == ["b"]
@@ -314,11 +323,11 @@ def test_list_filters(tenant, system_actor) -> None:
     assert contents(trust_max=0.2) == ["c"]
     assert contents(created_after=timezone.now() + timedelta(minutes=1)) == []
     with pytest.raises(InvalidInput, match="cursor"):
-        selectors.fact_list(tenant=tenant, cursor="not-a-cursor")
+        fact_list(tenant=tenant, cursor="not-a-cursor")
     with pytest.raises(InvalidInput, match="limit"):
-        selectors.fact_list(tenant=tenant, limit=0)
+        fact_list(tenant=tenant, limit=0)
     with pytest.raises(InvalidInput, match="status"):
-        selectors.fact_list(tenant=tenant, status="deleted")
+        fact_list(tenant=tenant, status="deleted")
 
 
 # -- embedding --------------------------------------------------------------------------------
@@ -336,20 +345,53 @@ def test_embedding_fills_vectors_with_the_model_name(tenant, system_actor) -> No
     ).fact
     assert facts_embed_batch(tenant=tenant) == 2
     assert facts_embed_batch(tenant=tenant) == 0, "nothing is embedded twice"
-    fact = selectors.fact_get(tenant=tenant, fact_id=fact.pk)
+    fact = fact_get(tenant=tenant, fact_id=fact.pk)
     assert fact.embedding_model == "multilingual-e5-small-int8"
-    [vector] = selectors.fact_vectors(tenant=tenant, fact_id=fact.pk)
+    [vector] = fact_vectors(tenant=tenant, fact_id=fact.pk)
     assert (vector.model, vector.dimension, len(vector.embedding)) == (
         fact.embedding_model,
         384,
         384,
     )
-    assert len(selectors.fact_vectors(tenant=tenant, fact_id=turn.pk)) == 1
+    assert len(fact_vectors(tenant=tenant, fact_id=turn.pk)) == 1
 
 
 def test_actor_strings_name_who_did_it(tenant) -> None:
     job = Actor.job("retention")
     assert str(job) == "job:retention"
     fact = add(tenant, job).fact
-    assert selectors.fact_get(tenant=tenant, fact_id=fact.pk).created_by == "job:retention"
-    assert selectors.fact_history(tenant=tenant, fact_id=fact.pk)[0].actor == "job:retention"
+    assert fact_get(tenant=tenant, fact_id=fact.pk).created_by == "job:retention"
+    assert fact_history(tenant=tenant, fact_id=fact.pk)[0].actor == "job:retention"
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        ("2026-01-01T00:00:00+00:00", 2**63),  # beyond PostgreSQL's bigint
+        ("2026-01-01T00:00:00", 5),  # a time without its offset
+        ("yesterday", 5),
+        (float("nan"), 5),  # an importance cursor that compares with nothing
+        ("2026-01-01T00:00:00+00:00", 5, 1),
+    ],
+)
+def test_a_hand_made_cursor_is_refused(tenant, system_actor, cursor) -> None:
+    add(tenant, system_actor)
+    order = "importance" if isinstance(cursor[0], float) else "newest"
+    with pytest.raises(InvalidInput) as refused:
+        fact_list(tenant=tenant, order=order, cursor=cursor_encode(*cursor))
+    assert refused.value.field == "cursor"
+
+
+def test_a_cursor_of_one_order_does_not_continue_the_other(tenant, system_actor) -> None:
+    for content in ("Alice prefers tea", "Bob prefers coffee", "Carol prefers water"):
+        add(tenant, system_actor, content=content)
+    newest = fact_list(tenant=tenant, limit=1).next_cursor
+    important = fact_list(tenant=tenant, order="importance", limit=1).next_cursor
+    assert newest and important
+    with pytest.raises(InvalidInput):
+        fact_list(tenant=tenant, order="importance", cursor=newest)
+    with pytest.raises(InvalidInput):
+        fact_list(tenant=tenant, cursor=important)
+    with pytest.raises(InvalidInput) as refused:
+        fact_list(tenant=tenant, limit=MAX_PAGE + 1)
+    assert refused.value.field == "limit"

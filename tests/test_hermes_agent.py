@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from facts.models import FactVector
-from facts.selectors import fact_list
+from facts.selectors.facts import fact_list
 from hermes_provider.config import update_config
 from memoryadmin.embedded_db import server_for_home
 from memoryadmin.supervisor import gunicorn_command

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from facts.selectors import fact_list
+from facts.selectors.facts import fact_list
 from tenants.services import apikey_create
 from tests.helpers import free_port, wait_for
 from tests.hermes_support import manager_for, tool, write_profile

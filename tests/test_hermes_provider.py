@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from facts.models import Fact
-from facts.selectors import fact_get, fact_list
+from facts.selectors.facts import fact_get, fact_list
 from facts.services import fact_add, fact_feedback
 from retrieval.tokens import count_tokens
 from tenants.services import apikey_create, apikey_revoke

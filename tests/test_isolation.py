@@ -7,9 +7,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.utils import DatabaseError, ProgrammingError
 from django.utils import timezone
 
-from facts import selectors, services
+from facts import services
 from facts.embedding import facts_embed_batch
 from facts.models import Conflict, Entity, Fact, FactEntity, FactEvent, FactVector, Feedback
+from facts.selectors.facts import fact_get, fact_history
 from retrieval.latency import BUCKET_COUNT, recall_latency_add
 from retrieval.models import CorpusStats, LexemeStat, RecallLatency
 from retrieval.search import recall_search
@@ -142,8 +143,8 @@ def test_another_tenants_fact_id_behaves_exactly_like_a_missing_one(
     missing = 10**12
     for fact_id in (foreign.pk, missing):
         calls = [
-            lambda fid=fact_id: selectors.fact_get(tenant=tenant, fact_id=fid),
-            lambda fid=fact_id: selectors.fact_history(tenant=tenant, fact_id=fid),
+            lambda fid=fact_id: fact_get(tenant=tenant, fact_id=fid),
+            lambda fid=fact_id: fact_history(tenant=tenant, fact_id=fid),
             lambda fid=fact_id: services.fact_update(
                 tenant=tenant, fact_id=fid, actor=system_actor, content="x"
             ),

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
-from facts import selectors, services
+from facts import services
 from facts.models import Fact
+from facts.selectors.facts import fact_count, fact_entities, fact_get, fact_history, fact_list
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
@@ -48,7 +49,7 @@ def _all_rows() -> dict[int, tuple[Any, ...]]:
 def _listed(tenant) -> list[int]:
     ids, cursor = [], None
     while True:
-        page = selectors.fact_list(tenant=tenant, status=None, limit=7, cursor=cursor)
+        page = fact_list(tenant=tenant, status=None, limit=7, cursor=cursor)
         ids += [f.pk for f in page.facts]
         if not (cursor := page.next_cursor):
             return ids
@@ -57,9 +58,9 @@ def _listed(tenant) -> list[int]:
 def _reaches(tenant, fact_id: int) -> list[Callable[[], Any]]:
     """Every way one tenant could read or change a fact by its id."""
     return [
-        partial(selectors.fact_get, tenant=tenant, fact_id=fact_id),
-        partial(selectors.fact_history, tenant=tenant, fact_id=fact_id),
-        partial(selectors.fact_entities, tenant=tenant, fact_id=fact_id),
+        partial(fact_get, tenant=tenant, fact_id=fact_id),
+        partial(fact_history, tenant=tenant, fact_id=fact_id),
+        partial(fact_entities, tenant=tenant, fact_id=fact_id),
         partial(services.fact_feedback, tenant=tenant, fact_id=fact_id, helpful=False, actor=ACTOR),
         partial(services.fact_update, tenant=tenant, fact_id=fact_id, trust_delta=-1, actor=ACTOR),
         partial(services.fact_remove, tenant=tenant, fact_id=fact_id, actor=ACTOR),
@@ -108,11 +109,11 @@ class TenantIsolationProperty(TestCase):
         for tenant in tenants:
             mine = set(owned[tenant.pk])
             self.assertEqual(set(_listed(tenant)), mine)
-            self.assertEqual(selectors.fact_count(tenant=tenant, status=None), len(mine))
+            self.assertEqual(fact_count(tenant=tenant, status=None), len(mine))
             for fact_id in mine:
-                for entity in selectors.fact_entities(tenant=tenant, fact_id=fact_id):
+                for entity in fact_entities(tenant=tenant, fact_id=fact_id):
                     self.assertEqual(entity.tenant_id, tenant.pk)
-                for event in selectors.fact_history(tenant=tenant, fact_id=fact_id):
+                for event in fact_history(tenant=tenant, fact_id=fact_id):
                     self.assertEqual(event.tenant_id, tenant.pk)
 
             before = _all_rows()

@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from facts import selectors, services
+from facts import services
 from facts.bundles import bundle_open
 from facts.importance import importance_recompute
 from facts.models import Fact, FactEntity, FactEvent, FactVector, RetentionRun, Status
@@ -24,6 +24,7 @@ from facts.retention import (
     retention_run_start,
     retention_sweep,
 )
+from facts.selectors.facts import fact_history, fact_list
 from retrieval.context import context_build
 from tenants.scope import tenant_scope
 from tenants.services import retention_policy_update
@@ -92,11 +93,11 @@ def test_pin_puts_a_fact_first_in_the_known_facts_and_lists(tenant, owner_actor)
     assert pinned.pinned and pinned.importance == 1.0
     block = context_build(tenant=tenant)
     assert block.levels["important"][0] == facts[0].pk
-    page = selectors.fact_list(tenant=tenant, order="importance", limit=2)
+    page = fact_list(tenant=tenant, order="importance", limit=2)
     assert page.facts[0].pk == facts[0].pk and page.next_cursor
-    rest = selectors.fact_list(tenant=tenant, order="importance", limit=2, cursor=page.next_cursor)
+    rest = fact_list(tenant=tenant, order="importance", limit=2, cursor=page.next_cursor)
     assert [f.pk for f in page.facts + rest.facts] == [facts[0].pk, facts[2].pk, facts[1].pk]
-    history = selectors.fact_history(tenant=tenant, fact_id=facts[0].pk)
+    history = fact_history(tenant=tenant, fact_id=facts[0].pk)
     assert history[-1].action == "update" and history[-1].after == {"pinned": True}
     unpinned = services.fact_update(
         tenant=tenant, fact_id=facts[0].pk, actor=owner_actor, pinned=False
@@ -189,9 +190,7 @@ def test_a_run_archives_into_a_bundle_then_purges_everywhere(
     bundle = bundle_open(archives / str(tenant.pk) / archived.archive_bundle)
     assert sorted(bundle.ids("fact")) == sorted([stale.pk, doubted.pk])
     assert {r.body["content"] for r in bundle.records()} >= {stale.content}
-    [event] = [
-        e for e in selectors.fact_history(tenant=tenant, fact_id=stale.pk) if e.action == "archive"
-    ]
+    [event] = [e for e in fact_history(tenant=tenant, fact_id=stale.pk) if e.action == "archive"]
     assert event.actor == "job:retention" and event.after["reason"] == "unretrieved"
     # Archived facts leave recall and the context.
     assert stale.pk not in context_build(tenant=tenant).fact_ids
@@ -210,7 +209,7 @@ def test_a_run_archives_into_a_bundle_then_purges_everywhere(
     assert links  # it had entity links to lose
     survivor = bundle_open(archives / str(tenant.pk) / archived.archive_bundle)
     assert survivor.ids("fact") == [doubted.pk]
-    history = selectors.fact_history(tenant=tenant, fact_id=stale.pk)
+    history = fact_history(tenant=tenant, fact_id=stale.pk)
     assert [e.action for e in history] == ["create", "archive", "purge"]
     assert history[-1].actor == "job:retention"
     assert "555-0199" not in json.dumps([[e.before, e.after] for e in history])

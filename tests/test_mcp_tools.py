@@ -97,7 +97,7 @@ def test_recent_memories_come_in_pages(key) -> None:
 
 def test_update_and_remove_are_audited_with_the_key(key) -> None:
     from facts.models import FactEvent
-    from facts.selectors import fact_get
+    from facts.selectors.facts import fact_get
     from tenants.scope import tenant_scope
 
     binding = _bound(key)

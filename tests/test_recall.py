@@ -14,7 +14,7 @@ from django.utils import timezone
 from facts import services
 from facts.embedding import facts_embed_batch
 from facts.models import Fact, FactVector
-from facts.selectors import fact_get
+from facts.selectors.facts import fact_get
 from memoryadmin.roles import as_owner
 from retrieval import search
 from retrieval.context import context_build, context_cached

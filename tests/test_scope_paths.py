@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from facts.selectors import fact_list
+from facts.selectors.facts import fact_list
 from facts.services import fact_add
 from mcp_server.tools import Binding, tool_call
 from retrieval.context import context_build

@@ -11,7 +11,7 @@ from django.db import connection
 
 from facts import services
 from facts.embedding import facts_embed_batch
-from facts.selectors import fact_vectors
+from facts.selectors.facts import fact_vectors
 from retrieval.embedders.use import USE_NAME
 from retrieval.models import VectorModel
 from retrieval.search import recall_search

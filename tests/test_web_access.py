@@ -170,7 +170,7 @@ def test_the_auditor_is_refused_every_write(spec, world, auditor, carol) -> None
 
 
 def _audit_size(w: World) -> int:
-    from facts.selectors import audit_event_list
+    from facts.selectors.audit import audit_event_list
 
     return len(audit_event_list(tenant=w.tenant, limit=200).events)
 

@@ -355,7 +355,7 @@ def _urls(acme: dict, *, writes: bool) -> list[tuple[str, str]]:
     }
     from django.urls import reverse
 
-    from facts.selectors import fact_entities
+    from facts.selectors.facts import fact_entities
 
     values["entity_id"] = fact_entities(tenant=acme["tenant"], fact_id=acme["fact"].pk)[0].pk
     found = []
@@ -404,7 +404,7 @@ def test_an_auditor_finds_no_way_to_change_anything(browser, live_server, acme) 
             headers={"Referer": live_server.url + "/t/acme/"},
         )  # fmt: skip
         assert response.status == 403, (name, response.status)
-    from facts.selectors import fact_get
+    from facts.selectors.facts import fact_get
     from tenants.selectors import membership_role
 
     fact = fact_get(tenant=acme["tenant"], fact_id=acme["fact"].pk)

@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import Client
 
-from facts import selectors as fact_selectors
 from facts import services as fact_services
+from facts.selectors.facts import fact_get
 from retrieval.latency import (
     BUCKET_COUNT,
     bucket_of,
@@ -230,7 +230,7 @@ def test_feedback_moves_trust_and_the_fact_page_shows_its_history(world, owner) 
     assert history.count("<tr>") == 3  # header, created at 0.50, feedback to 0.55
     assert re.search(r'<table id="feedback-list">.*helpful.*olivia', page)
     assert client.post(url + "feedback", {"helpful": "maybe"}, follow=True).status_code == 200
-    assert fact_selectors.fact_get(tenant=world.tenant, fact_id=world.fact.pk).trust_score == 0.55
+    assert fact_get(tenant=world.tenant, fact_id=world.fact.pk).trust_score == 0.55
 
 
 def test_edit_remove_restore_and_purge(world, owner) -> None:
@@ -313,7 +313,7 @@ def test_the_playground_shows_channels_left_out_facts_and_the_context_block(
 
 def test_the_playground_is_not_a_retrieval(world, owner) -> None:
     _client(owner).get("/t/acme/recall/?q=green+tea")
-    fact = fact_selectors.fact_get(tenant=world.tenant, fact_id=world.fact.pk)
+    fact = fact_get(tenant=world.tenant, fact_id=world.fact.pk)
     assert fact.retrieval_count == 0
 
 

@@ -294,7 +294,7 @@ def test_no_page_loads_anything_from_another_host(browser, live_server, team) ->
     }
     from django.urls import reverse
 
-    from facts.selectors import entity_list
+    from facts.selectors.entities import entity_list
 
     entities = entity_list(tenant=team["tenant"]).entities
     values["entity_id"] = entities[0].pk if entities else 1

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from facts.candidates import candidate_facts
 from facts.models import Fact
+from hermes_provider.candidates import candidate_facts
 from hermes_provider.schemas import (
     ACTIONS,
     CATEGORIES,
@@ -31,6 +31,7 @@ from hermes_provider.schemas import (
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
+from tenants.validation import check_choice
 
 HERMES_MEMORY_TAG = "hermes-memory"
 WRITE_OPS = ("turn", "fact", "memory", "session_end")
@@ -107,10 +108,7 @@ def _number(args: dict[str, Any], name: str, low: float, high: float) -> float |
 
 
 def _choice(args: dict[str, Any], name: str, allowed: list[str]) -> str | None:
-    value = _given(args, name)
-    if value is not None and value not in allowed:
-        raise InvalidInput(name, f"must be one of {', '.join(allowed)}")
-    return value
+    return check_choice(name, _given(args, name), allowed)
 
 
 def _names(args: dict[str, Any], name: str) -> list[str]:
@@ -334,7 +332,7 @@ def _remove(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _list(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
-    from facts.selectors import fact_list
+    from facts.selectors.facts import fact_list
 
     _need(binding, write=False)
     page = fact_list(

@@ -123,3 +123,12 @@ class StrictSerializer(serializers.Serializer):
             if errors:
                 raise serializers.ValidationError(errors)
         return super().run_validation(data)
+
+
+def validated(
+    serializer_class: type[serializers.Serializer], data: Any, **kwargs: Any
+) -> dict[str, Any]:
+    """`data` read by `serializer_class` (a 400 naming the field when it is not valid)."""
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)

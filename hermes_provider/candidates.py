@@ -6,8 +6,9 @@ identity or a decision, and say which category each belongs to. They favour prec
 fact can still be stored with `fact_store`, a wrong one pollutes every later recall. Questions
 are never facts ("Do I like tea?", "我喜欢什么？").
 
-Plain Python (categories are facts.models.Category's values): the Hermes provider uses it in the
-Hermes process, which loads no Django.
+Plain Python (categories are facts.models.Category's values), so that it lives here: the Hermes
+provider uses it in the Hermes process, which loads no Django, and the server's end-of-session
+extraction uses the same rules.
 """
 
 from __future__ import annotations
