@@ -29,7 +29,7 @@ def _corpus_stats_refresh(tenant: Tenant) -> int:
 
 
 @shared_task(name="retrieval.tasks.retrieval_store_latencies", ignore_result=True)
-def retrieval_store_latencies(rows: list[list[object]]) -> int:
+def retrieval_store_latencies(rows: list[tuple[int, str, list[int]]]) -> int:
     """Add recall latency histograms `[tenant_id, hour (ISO), counts]` to their rows."""
     stored = 0
     for tenant_id, hour, counts in rows:

@@ -38,7 +38,7 @@ class TenantQuerySet(models.QuerySet):
         return narrowed
 
     def _clone(self) -> Self:
-        clone = super()._clone()
+        clone = super()._clone()  # type: ignore[misc]  # private, absent from the stubs
         clone._tenant_checked = self._tenant_checked
         return clone
 

@@ -58,12 +58,14 @@ def fact_counts(*, tenant: Tenant, embedding_model: str | None) -> FactCounts:
 
 def entity_count(*, tenant: Tenant) -> int:
     with tenant_scope(tenant):
-        return Entity.objects.for_tenant(tenant).count()
+        count: int = Entity.objects.for_tenant(tenant).count()
+    return count
 
 
 def conflict_open_count(*, tenant: Tenant) -> int:
     with tenant_scope(tenant):
-        return Conflict.objects.for_tenant(tenant).filter(status=ConflictStatus.OPEN).count()
+        count: int = Conflict.objects.for_tenant(tenant).filter(status=ConflictStatus.OPEN).count()
+    return count
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def entity_get(*, tenant: Tenant, entity_id: Any) -> Entity:
     """The entity, with `fact_count` (its active facts)."""
     ident = _entity_id(entity_id)
     with tenant_scope(tenant):
-        entity = (
+        entity: Entity | None = (
             Entity.objects.for_tenant(tenant)
             .annotate(fact_count=_active_fact_count(tenant))
             .filter(pk=ident)

@@ -50,7 +50,7 @@ def _fact_id(value: Any) -> int:
 
 def fact_get(*, tenant: Tenant, fact_id: Any) -> Fact:
     with tenant_scope(tenant):
-        fact = Fact.objects.for_tenant(tenant).filter(pk=_fact_id(fact_id)).first()
+        fact: Fact | None = Fact.objects.for_tenant(tenant).filter(pk=_fact_id(fact_id)).first()
     if fact is None:
         raise NotFound("fact", fact_id)
     return fact
@@ -153,7 +153,8 @@ def fact_iter(*, tenant: Tenant, page_size: int = MAX_PAGE, **filters: Any) -> I
 def fact_count(*, tenant: Tenant, status: str | None = Status.ACTIVE) -> int:
     with tenant_scope(tenant):
         facts = Fact.objects.for_tenant(tenant)
-        return (facts.filter(status=status) if status else facts).count()
+        count: int = (facts.filter(status=status) if status else facts).count()
+    return count
 
 
 def fact_history(*, tenant: Tenant, fact_id: Any) -> list[FactEvent]:
