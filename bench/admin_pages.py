@@ -36,6 +36,7 @@ def _enrich(tenant: Any, now: datetime) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from facts.inputs import fact_draft
     from facts.services import fact_add, fact_feedback
     from retrieval.latency import BUCKET_COUNT, bucket_of, recall_latency_add
     from tenants.actors import Actor
@@ -57,9 +58,13 @@ def _enrich(tenant: Any, now: datetime) -> dict[str, Any]:
     added = [
         fact_add(
             tenant=tenant,
-            content=f"Bench note {i}: Alice moved the Apollo review to room {i % 40}",
-            scope="team:core",
             actor=actor,
+            draft=fact_draft(
+                {
+                    "content": f"Bench note {i}: Alice moved the Apollo review to room {i % 40}",
+                    "scope": "team:core",
+                }
+            ),
         ).fact
         for i in range(300)
     ]

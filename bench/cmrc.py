@@ -64,6 +64,7 @@ def run(data: Path, channels: list[str] | None, compare: bool) -> dict[str, Any]
     from django.conf import settings
 
     from facts.embedding import facts_embed_batch
+    from facts.inputs import fact_draft
     from facts.services import fact_add
     from retrieval.embedders import get_embedder
     from retrieval.search import recall_search
@@ -84,7 +85,7 @@ def run(data: Path, channels: list[str] | None, compare: bool) -> dict[str, Any]
         truncated += content != text.strip()
         if content not in fact_of:
             fact_of[content] = fact_add(
-                tenant=tenant, content=content, kind="fact", actor=actor
+                tenant=tenant, actor=actor, draft=fact_draft({"content": content, "kind": "fact"})
             ).fact.pk
         asked.extend((q, fact_of[content]) for q in questions if q.strip())
     distinct_facts = len(set(fact_of.values()))

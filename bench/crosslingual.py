@@ -37,6 +37,7 @@ def load_pairs(data: Path) -> list[dict[str, str]]:
 
 def run(pairs: list[dict[str, str]]) -> dict[str, Any]:
     from facts.embedding import facts_embed_batch
+    from facts.inputs import fact_draft
     from facts.services import fact_add
     from retrieval.search import recall_search
     from retrieval.vectors import configured_embedder
@@ -49,7 +50,9 @@ def run(pairs: list[dict[str, str]]) -> dict[str, Any]:
     asked: list[tuple[str, int, str]] = []
     for number, pair in enumerate(pairs):
         stored_in, asked_in = ("zh", "en") if number % 2 == 0 else ("en", "zh")
-        fact = fact_add(tenant=tenant, content=pair[stored_in], actor=actor).fact
+        fact = fact_add(
+            tenant=tenant, actor=actor, draft=fact_draft({"content": pair[stored_in]})
+        ).fact
         asked.append((pair[asked_in], fact.pk, f"{asked_in}->{stored_in}"))
     while facts_embed_batch(tenant=tenant):
         pass

@@ -103,6 +103,7 @@ def _wait_workers(count: int) -> None:
 
 
 def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[str, Any]:
+    from facts.inputs import fact_draft
     from facts.models import Fact
     from facts.services import fact_add
     from facts.tasks import facts_embed_pending
@@ -119,7 +120,12 @@ def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[st
         _wait_workers(workers)
         started = time.perf_counter()
         for i in range(facts):
-            fact_add(tenant=tenant, content=_text(texts, i), actor=actor, join_similar=False)
+            fact_add(
+                tenant=tenant,
+                actor=actor,
+                join_similar=False,
+                draft=fact_draft({"content": _text(texts, i)}),
+            )
             if i % 200 == 199:
                 # Each add nudges the workers once committed; several workers share the
                 # backlog (rows are claimed with SKIP LOCKED), so nudge each of them too.

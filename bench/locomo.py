@@ -234,6 +234,7 @@ def run(
     folds: int = 0,
 ) -> dict[str, Any]:
     from facts.embedding import facts_embed_batch
+    from facts.inputs import fact_draft
     from facts.services import fact_add
     from retrieval.search import recall_gather, recall_rank
     from tenants.actors import Actor
@@ -260,14 +261,18 @@ def run(
         for turn in turns:
             fact = fact_add(
                 tenant=tenant,
-                content=turn["text"],
-                kind="turn",
-                scope=f"conversation:{name}",
-                session_id=turn["session"],
-                position=turn["position"],
-                speaker=turn["speaker"],
-                created_at=turn["created_at"],
                 actor=actor,
+                draft=fact_draft(
+                    {
+                        "content": turn["text"],
+                        "kind": "turn",
+                        "scope": f"conversation:{name}",
+                        "session_id": turn["session"],
+                        "position": turn["position"],
+                        "speaker": turn["speaker"],
+                        "created_at": turn["created_at"],
+                    }
+                ),
             ).fact
             ids[fact.pk] = turn["dia_id"]
         while facts_embed_batch(tenant=tenant, limit=64):

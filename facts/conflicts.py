@@ -133,7 +133,7 @@ def fact_join(
 ) -> Fact:
     """`content` says what `fact` says: count it, add its tags and entities to `fact`, and
     record the join in the fact's history. Caller holds the tenant scope."""
-    from facts.services import MAX_TAGS
+    from facts.inputs import MAX_TAGS
 
     fact = Fact.objects.for_tenant(tenant).select_for_update().get(pk=fact.pk)
     added_tags = [t for t in tags if t not in fact.tags][: max(0, MAX_TAGS - len(fact.tags))]

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from facts import conflicts, curation, graph, selectors, services
+from facts import conflicts, curation, graph, inputs, selectors, services
 from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
 from facts.forms import (
     AuditFilterForm,
@@ -210,7 +210,7 @@ class FactBulkAction(WriteAction):
     """Remove the selected facts, or add a tag to them; each change is audited on its own."""
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit() and len(v) < 19]
+        raw_ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit() and len(v) < 19]
         action = request.POST.get("action")
         back = request.POST.get("next") or ""
         if not back.startswith(self.url("facts")):
@@ -218,18 +218,16 @@ class FactBulkAction(WriteAction):
         try:
             if action == "remove":
                 result = services.facts_bulk_remove(
-                    tenant=self.tenant, fact_ids=ids, actor=self.actor
+                    tenant=self.tenant, fact_ids=inputs.bulk_ids(raw_ids), actor=self.actor
                 )
                 text = _("%(n)d facts removed.") % {"n": len(result.done)}
             elif action == "tag":
-                tag = request.POST.get("tag", "")
+                tag = inputs.bulk_tag(request.POST.get("tag", ""))
+                ids = inputs.bulk_ids(raw_ids)
                 result = services.facts_bulk_tag(
                     tenant=self.tenant, fact_ids=ids, tag=tag, actor=self.actor
                 )
-                text = _("Tag %(tag)s added to %(n)d facts.") % {
-                    "tag": tag.strip(),
-                    "n": len(result.done),
-                }
+                text = _("Tag %(tag)s added to %(n)d facts.") % {"tag": tag, "n": len(result.done)}
             else:
                 raise InvalidInput("action", _("choose remove or tag"))
         except InvalidInput as error:
@@ -255,16 +253,8 @@ class FactNewPage(TenantPage):
     def post(self, request: HttpRequest) -> HttpResponse:
         form = FactAddForm(request.POST)
         if form.is_valid():
-            data = form.cleaned_data
             try:
-                added = services.fact_add(
-                    tenant=self.tenant,
-                    content=data["content"],
-                    scope=data["scope"],
-                    category=data["category"],
-                    tags=data["tags"],
-                    actor=self.actor,
-                )
+                added = services.fact_add(tenant=self.tenant, draft=form.draft, actor=self.actor)
             except InvalidInput as error:
                 apply_errors(form, error)
             else:
@@ -356,16 +346,9 @@ class FactEditAction(_FactAction):
     def post(self, request: HttpRequest, fact_id: int) -> HttpResponse:
         form = FactEditForm(request.POST)
         if form.is_valid():
-            data = form.cleaned_data
             try:
                 services.fact_update(
-                    tenant=self.tenant,
-                    fact_id=fact_id,
-                    actor=self.actor,
-                    content=data["content"],
-                    scope=data["scope"],
-                    category=data["category"],
-                    tags=data["tags"],
+                    tenant=self.tenant, fact_id=fact_id, changes=form.changes, actor=self.actor
                 )
             except InvalidInput as error:
                 apply_errors(form, error)
@@ -396,8 +379,9 @@ class FactPinAction(_FactAction):
         pinned = request.POST.get("pinned")
         if pinned not in ("true", "false"):
             return self.refused(fact_id, InvalidInput("pinned", _("Say pin or unpin.")))
+        changes = inputs.FactChanges(pinned=pinned == "true")
         fact = services.fact_update(
-            tenant=self.tenant, fact_id=fact_id, actor=self.actor, pinned=pinned == "true"
+            tenant=self.tenant, fact_id=fact_id, changes=changes, actor=self.actor
         )
         if fact.pinned:
             return self.done(fact_id, _("Pinned: always remembered, never archived."))

@@ -410,7 +410,7 @@ class CreatedApiKey:
 def _clean_key_scope_prefix(scope_prefix: str | None) -> str:
     if not scope_prefix:
         return ""
-    from facts.services import clean_scope  # scopes are facts' paths; one rule for them
+    from facts.inputs import clean_scope  # scopes are facts' paths; one rule for them
 
     return clean_scope(scope_prefix)
 

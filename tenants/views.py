@@ -19,9 +19,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from facts.inputs import clean_scope
 from facts.retention import retention_dry_run, retention_run_start, retention_schedule
 from facts.selectors import retention_preview
-from facts.services import clean_scope
 from mcp_server import clients
 from memoryadmin.web.forms import apply_errors
 from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page, tenant_url

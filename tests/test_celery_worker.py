@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
+from facts.inputs import fact_draft
 from facts.selectors import fact_get, fact_vectors
 from facts.services import fact_add
 from memoryadmin.models import ServiceHeartbeat
@@ -113,7 +114,11 @@ def test_a_stored_fact_is_embedded_by_a_worker_once_committed(tmp_path: Path) ->
         _wait_ready(hostname)
         actor = Actor.job("tests")
         tenant = tenant_create(slug="embedme", name="Embed me", actor=actor)
-        fact = fact_add(tenant=tenant, content="Caroline went hiking in Yosemite", actor=actor).fact
+        fact = fact_add(
+            tenant=tenant,
+            actor=actor,
+            draft=fact_draft({"content": "Caroline went hiking in Yosemite"}),
+        ).fact
         embedded = wait_for(
             lambda: fact_get(tenant=tenant, fact_id=fact.pk).embedding_model,
             timeout=90,

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from facts import selectors, services
 from facts.embedding import facts_embed_batch
+from facts.inputs import fact_changes, fact_draft
 from facts.models import Conflict, Entity, Fact, FactEntity, FactEvent, FactVector, Feedback
 from retrieval.latency import BUCKET_COUNT, recall_latency_add
 from retrieval.models import CorpusStats, LexemeStat, RecallLatency
@@ -32,8 +33,12 @@ def two_tenants(tenant, other_tenant, owner, outsider, system_actor, settings):
 
     settings.MNEMOSYNE_ENTITY_EXTRACTOR = "tests.extractors.capitalised_people"
     for t in (tenant, other_tenant):
-        a = services.fact_add(tenant=t, content=f"Alice works at {t.name}", actor=system_actor).fact
-        b = services.fact_add(tenant=t, content=f"Alice left {t.name}", actor=system_actor).fact
+        a = services.fact_add(
+            tenant=t, actor=system_actor, draft=fact_draft({"content": f"Alice works at {t.name}"})
+        ).fact
+        b = services.fact_add(
+            tenant=t, actor=system_actor, draft=fact_draft({"content": f"Alice left {t.name}"})
+        ).fact
         services.fact_feedback(tenant=t, fact_id=a.pk, helpful=True, actor=system_actor)
         with tenant_scope(t):
             Conflict.objects.create(tenant=t, fact_a=a, fact_b=b, detected_by="tests")
@@ -145,7 +150,10 @@ def test_another_tenants_fact_id_behaves_exactly_like_a_missing_one(
             lambda fid=fact_id: selectors.fact_get(tenant=tenant, fact_id=fid),
             lambda fid=fact_id: selectors.fact_history(tenant=tenant, fact_id=fid),
             lambda fid=fact_id: services.fact_update(
-                tenant=tenant, fact_id=fid, actor=system_actor, content="x"
+                tenant=tenant,
+                fact_id=fid,
+                actor=system_actor,
+                changes=fact_changes({"content": "x"}),
             ),
             lambda fid=fact_id: services.fact_remove(
                 tenant=tenant, fact_id=fid, actor=system_actor

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
 from facts import selectors, services
+from facts.inputs import fact_changes, fact_draft
 from facts.models import Fact
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
@@ -83,12 +84,16 @@ class TenantIsolationProperty(TestCase):
             tenant = tenants[index]
             mine = owned[tenant.pk]
             if action == "fact":
-                result = services.fact_add(tenant=tenant, content=value, actor=ACTOR)
+                result = services.fact_add(
+                    tenant=tenant, actor=ACTOR, draft=fact_draft({"content": value})
+                )
                 if result.created:
                     mine.append(result.fact.pk)
             elif action == "turn":
                 fact = services.fact_add(
-                    tenant=tenant, content=value, kind="turn", session_id="s", actor=ACTOR
+                    tenant=tenant,
+                    actor=ACTOR,
+                    draft=fact_draft({"content": value, "kind": "turn", "session_id": "s"}),
                 ).fact
                 mine.append(fact.pk)
             elif mine and action == "feedback":
@@ -98,7 +103,10 @@ class TenantIsolationProperty(TestCase):
             elif mine and action == "update":
                 try:
                     services.fact_update(
-                        tenant=tenant, fact_id=seed.choice(mine), content=value, actor=ACTOR
+                        tenant=tenant,
+                        fact_id=seed.choice(mine),
+                        actor=ACTOR,
+                        changes=fact_changes({"content": value}),
                     )
                 except InvalidInput:
                     pass  # the same text as another fact of the scope: refused, nothing changed

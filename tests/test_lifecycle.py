@@ -16,6 +16,7 @@ from django.utils import timezone
 from facts import selectors, services
 from facts.bundles import bundle_open
 from facts.importance import importance_recompute
+from facts.inputs import fact_changes, fact_draft
 from facts.models import Fact, FactEntity, FactEvent, FactVector, RetentionRun, Status
 from facts.retention import (
     retention_dry_run,
@@ -40,7 +41,9 @@ def archives(settings, tmp_path) -> Path:
 
 
 def add(tenant, actor, content: str, **kw) -> Fact:
-    return services.fact_add(tenant=tenant, content=content, actor=actor, **kw).fact
+    return services.fact_add(
+        tenant=tenant, actor=actor, draft=fact_draft({"content": content, **kw})
+    ).fact
 
 
 def age(tenant, fact: Fact, days: int, **fields) -> None:
@@ -87,7 +90,10 @@ def test_pin_puts_a_fact_first_in_the_known_facts_and_lists(tenant, owner_actor)
     for fact in facts[1:]:
         services.fact_feedback(tenant=tenant, fact_id=fact.pk, helpful=True, actor=owner_actor)
     pinned = services.fact_update(
-        tenant=tenant, fact_id=facts[0].pk, actor=owner_actor, pinned=True
+        tenant=tenant,
+        fact_id=facts[0].pk,
+        actor=owner_actor,
+        changes=fact_changes({"pinned": True}),
     )
     assert pinned.pinned and pinned.importance == 1.0
     block = context_build(tenant=tenant)
@@ -99,7 +105,10 @@ def test_pin_puts_a_fact_first_in_the_known_facts_and_lists(tenant, owner_actor)
     history = selectors.fact_history(tenant=tenant, fact_id=facts[0].pk)
     assert history[-1].action == "update" and history[-1].after == {"pinned": True}
     unpinned = services.fact_update(
-        tenant=tenant, fact_id=facts[0].pk, actor=owner_actor, pinned=False
+        tenant=tenant,
+        fact_id=facts[0].pk,
+        actor=owner_actor,
+        changes=fact_changes({"pinned": False}),
     )
     assert not unpinned.pinned and unpinned.importance < 1
 

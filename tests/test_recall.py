@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from facts import services
 from facts.embedding import facts_embed_batch
+from facts.inputs import fact_draft
 from facts.models import Fact, FactVector
 from facts.selectors import fact_get
 from memoryadmin.roles import as_owner
@@ -39,7 +40,10 @@ FACTS = [
 
 
 def _store(tenant, actor, texts=FACTS, embed=True, **kw) -> list[Fact]:
-    facts = [services.fact_add(tenant=tenant, content=t, actor=actor, **kw).fact for t in texts]
+    facts = [
+        services.fact_add(tenant=tenant, actor=actor, draft=fact_draft({"content": t, **kw})).fact
+        for t in texts
+    ]
     if embed:
         while facts_embed_batch(tenant=tenant):
             pass
@@ -68,7 +72,11 @@ def test_a_fact_is_found_by_full_text_before_it_is_embedded(tenant, system_actor
 def test_a_word_first_stored_after_the_statistics_is_found_at_once(tenant, system_actor):
     _store(tenant, system_actor, embed=False)
     recall_search(tenant=tenant, query="tea")  # computes the tenant's full-text statistics
-    services.fact_add(tenant=tenant, content="A quokka lives on Rottnest", actor=system_actor)
+    services.fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "A quokka lives on Rottnest"}),
+    )
     hits = recall_search(tenant=tenant, query="Where does the quokka live?", channels=["fts"]).hits
     assert [h.fact.content for h in hits] == ["A quokka lives on Rottnest"]
 
@@ -185,19 +193,27 @@ def test_bad_recall_arguments_are_named(tenant, kwargs, field) -> None:
 def test_filters_trust_and_status(tenant, system_actor) -> None:
     work = services.fact_add(
         tenant=tenant,
-        content="the deploy key lives in the vault",
-        scope="user:alice/project:beta",
-        category="project",
         actor=system_actor,
+        draft=fact_draft(
+            {
+                "content": "the deploy key lives in the vault",
+                "scope": "user:alice/project:beta",
+                "category": "project",
+            }
+        ),
     ).fact
     services.fact_add(
-        tenant=tenant, content="the deploy key of my blog", scope="user:bob", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "the deploy key of my blog", "scope": "user:bob"}),
     )
     doubtful = services.fact_add(
-        tenant=tenant, content="the deploy key is on a sticky note", trust=0.2, actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "the deploy key is on a sticky note", "trust": 0.2}),
     ).fact
     removed = services.fact_add(
-        tenant=tenant, content="the deploy key is in git", actor=system_actor
+        tenant=tenant, actor=system_actor, draft=fact_draft({"content": "the deploy key is in git"})
     ).fact
     services.fact_remove(tenant=tenant, fact_id=removed.pk, actor=system_actor)
     all_ids = {h.fact.pk for h in recall_search(tenant=tenant, query="deploy key").hits}
@@ -216,11 +232,14 @@ def test_filters_trust_and_status(tenant, system_actor) -> None:
 def test_trust_and_age_order_equally_relevant_facts(tenant, system_actor) -> None:
     old = services.fact_add(
         tenant=tenant,
-        content="standup moved to ten",
-        created_at=timezone.now() - timedelta(days=180),
         actor=system_actor,
+        draft=fact_draft(
+            {"content": "standup moved to ten", "created_at": timezone.now() - timedelta(days=180)}
+        ),
     ).fact
-    new = services.fact_add(tenant=tenant, content="standup moved to 10", actor=system_actor).fact
+    new = services.fact_add(
+        tenant=tenant, actor=system_actor, draft=fact_draft({"content": "standup moved to 10"})
+    ).fact
     decayed = recall_search(tenant=tenant, query="standup moved", half_life_days=90).hits
     assert [h.fact.pk for h in decayed] == [new.pk, old.pk]
     assert decayed[1].factors["decay"] == pytest.approx(0.25, abs=0.01)
@@ -241,9 +260,12 @@ def test_conversation_turns_lift_their_neighbours(tenant, system_actor) -> None:
     ]
     for speaker, text in lines:
         services.fact_add(
-            tenant=tenant, content=text, kind="turn", session_id="s1", speaker=speaker,
+            tenant=tenant,
             actor=system_actor,
-        )  # fmt: skip
+            draft=fact_draft(
+                {"content": text, "kind": "turn", "session_id": "s1", "speaker": speaker}
+            ),
+        )
     while facts_embed_batch(tenant=tenant):
         pass
     hits = recall_search(tenant=tenant, query="Where did Caroline go hiking?", kind="turn").hits
@@ -264,9 +286,18 @@ def test_the_turns_next_to_a_candidate_join_it_scored_by_every_channel(
     ]
     for position, (speaker, text) in enumerate(lines):
         services.fact_add(
-            tenant=tenant, content=text, kind="turn", session_id="s1", position=position,
-            speaker=speaker, actor=system_actor,
-        )  # fmt: skip
+            tenant=tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {
+                    "content": text,
+                    "kind": "turn",
+                    "session_id": "s1",
+                    "position": position,
+                    "speaker": speaker,
+                }
+            ),
+        )
     while facts_embed_batch(tenant=tenant):
         pass
     monkeypatch.setattr(search, "CANDIDATES", 1)  # each channel brings its single best turn
@@ -404,9 +435,12 @@ def test_context_levels_are_deduplicated_and_fit_the_budget(tenant, system_actor
     _store(tenant, system_actor)
     for text in ["Let's plan the Northstar beta", "Friday works for me"]:
         services.fact_add(
-            tenant=tenant, content=text, kind="turn", session_id="s9", speaker="Dana",
+            tenant=tenant,
             actor=system_actor,
-        )  # fmt: skip
+            draft=fact_draft(
+                {"content": text, "kind": "turn", "session_id": "s9", "speaker": "Dana"}
+            ),
+        )
     block = context_build(
         tenant=tenant, query="When does Northstar ship?", session_id="s9", hot_restore=True
     )
@@ -425,7 +459,9 @@ def test_the_prefetch_cache_is_invalidated_by_any_write(tenant, system_actor) ->
     _store(tenant, system_actor, embed=False)
     first = context_cached(tenant=tenant, query="who likes tea?")
     assert context_cached(tenant=tenant, query="who likes tea?").text == first.text
-    services.fact_add(tenant=tenant, content="Carol likes tea too", actor=system_actor)
+    services.fact_add(
+        tenant=tenant, actor=system_actor, draft=fact_draft({"content": "Carol likes tea too"})
+    )
     assert "Carol likes tea too" in context_cached(tenant=tenant, query="who likes tea?").text
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from facts.inputs import fact_draft
 from facts.selectors import fact_list
 from facts.services import fact_add
 from mcp_server.tools import Binding, tool_call
@@ -24,11 +25,27 @@ def beta(tenant, system_actor) -> dict[str, dict[str, int]]:
     """In each scope: a fact about the release train, and turns of one session named after it."""
     made: dict[str, dict[str, int]] = {}
     for scope in SCOPES:
-        fact = fact_add(tenant=tenant, content=f"The release train for {scope} leaves on Tuesday",
-                        actor=system_actor, scope=scope).fact  # fmt: skip
-        turn = fact_add(tenant=tenant, content=f"We talked about the release train of {scope}",
-                        actor=system_actor, scope=scope, kind="turn", session_id="s-1",
-                        position=SCOPES.index(scope), speaker="user").fact  # fmt: skip
+        fact = fact_add(
+            tenant=tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {"content": f"The release train for {scope} leaves on Tuesday", "scope": scope}
+            ),
+        ).fact
+        turn = fact_add(
+            tenant=tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {
+                    "content": f"We talked about the release train of {scope}",
+                    "scope": scope,
+                    "kind": "turn",
+                    "session_id": "s-1",
+                    "position": SCOPES.index(scope),
+                    "speaker": "user",
+                }
+            ),
+        ).fact
         made[scope] = {"fact": fact.pk, "turn": turn.pk}
     return made
 

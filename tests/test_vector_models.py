@@ -11,6 +11,7 @@ from django.db import connection
 
 from facts import services
 from facts.embedding import facts_embed_batch
+from facts.inputs import fact_draft
 from facts.selectors import fact_vectors
 from retrieval.embedders.use import USE_NAME
 from retrieval.models import VectorModel
@@ -60,7 +61,7 @@ def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
     from retrieval import vectors
 
     for text in FACTS:
-        services.fact_add(tenant=tenant, content=text, actor=system_actor)
+        services.fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({"content": text}))
     _embed_all(tenant)
     assert serving_space().name == E5
 
@@ -72,7 +73,9 @@ def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
         f"switching models: {E5} serves recall while {USE_NAME} embeds the facts: 0 of 4 (0%)"
     ) in said.getvalue()
     during = services.fact_add(
-        tenant=tenant, content="Carol flies to Lisbon on Monday", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Carol flies to Lisbon on Monday"}),
     ).fact
     assert facts_embed_batch(tenant=tenant, limit=2) == 2, "the new fact, and one older"
     progress = vector_switch_progress()
@@ -117,7 +120,11 @@ class _Resized:
 
 
 def test_a_model_name_known_with_another_dimension_is_refused(tenant, system_actor) -> None:
-    services.fact_add(tenant=tenant, content="Bob is allergic to peanuts", actor=system_actor)
+    services.fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Bob is allergic to peanuts"}),
+    )
     _embed_all(tenant)
     with pytest.raises(VectorModelMismatch, match="recorded with 384 dimensions.*gives 256"):
         vector_model_register(_Resized(), "onnx:/models/e5-resized")

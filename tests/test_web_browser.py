@@ -22,6 +22,7 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from facts import services as fact_services  # noqa: E402
+from facts.inputs import fact_draft
 from memoryadmin.web.pages import Need, registered_pages  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 
@@ -312,15 +313,19 @@ def acme(people, system_actor):
     oscar = get_user_model().objects.create_user("oscar", password="pw-oscar-123")
     membership_set(tenant=other, user=oscar, role="admin", actor=system_actor)
     fact = fact_services.fact_add(
-        tenant=tenant, content="Alice prefers green tea", scope="user:alice", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Alice prefers green tea", "scope": "user:alice"}),
     ).fact
     fact_services.fact_feedback(tenant=tenant, fact_id=fact.pk, helpful=True, actor=system_actor)
     other_fact = fact_services.fact_add(
-        tenant=other, content="Globex ships on Tuesdays", actor=system_actor
+        tenant=other, actor=system_actor, draft=fact_draft({"content": "Globex ships on Tuesdays"})
     ).fact
     key = apikey_create(tenant=tenant, name="hermes", actor=system_actor).key
     coffee = fact_services.fact_add(
-        tenant=tenant, content="Alice prefers black coffee", scope="user:alice", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Alice prefers black coffee", "scope": "user:alice"}),
     ).fact
     from facts.models import Conflict
     from tenants.scope import tenant_scope

@@ -19,6 +19,7 @@ from django.test import Client
 
 from facts import selectors as fact_selectors
 from facts import services as fact_services
+from facts.inputs import fact_draft
 from retrieval.latency import (
     BUCKET_COUNT,
     bucket_of,
@@ -147,9 +148,16 @@ def test_the_translation_check_notices_a_stale_compiled_file(tmp_path) -> None:
 def test_the_facts_browser_filters_and_pages_newest_first(world: World, owner, system_actor):
     for i in range(55):
         fact_services.fact_add(
-            tenant=world.tenant, content=f"Note {i} on the kiln", actor=system_actor,
-            scope="project:kiln", trust=0.2 if i % 2 else 0.9,
-        )  # fmt: skip
+            tenant=world.tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {
+                    "content": f"Note {i} on the kiln",
+                    "scope": "project:kiln",
+                    "trust": 0.2 if i % 2 else 0.9,
+                }
+            ),
+        )
     client = _client(owner)
     first = _text(client.get("/t/acme/facts/?scope=project:kiln&order=newest"))
     assert first.count('class="fact-link"') == 50 and "Note 54 on the kiln" in first
@@ -188,7 +196,9 @@ def test_a_hand_made_cursor_is_a_clear_400_never_a_500(world, owner) -> None:
 
 def test_search_ranks_with_the_agents_hybrid_recall(world, owner, system_actor) -> None:
     fact_services.fact_add(
-        tenant=world.tenant, content="The kiln reaches 1300 degrees", actor=system_actor
+        tenant=world.tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "The kiln reaches 1300 degrees"}),
     )
     page = _text(_client(owner).get("/t/acme/facts/?q=green+tea"))
     assert "same hybrid recall agents use" in page
@@ -259,7 +269,9 @@ def test_the_fact_page_shows_entities_and_conflicts(world, owner, system_actor) 
     from tenants.scope import tenant_scope
 
     other = fact_services.fact_add(
-        tenant=world.tenant, content="Alice never drinks tea", actor=system_actor
+        tenant=world.tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Alice never drinks tea"}),
     ).fact
     with tenant_scope(world.tenant):
         a, b = sorted([world.fact.pk, other.pk])
@@ -470,10 +482,20 @@ def test_the_audit_log_filters_and_exports_csv(world, owner, system_actor) -> No
 def test_the_dashboard_counts_and_charts(world, owner, system_actor) -> None:
     tenant = world.tenant
     turn = fact_services.fact_add(
-        tenant=tenant, content="Can we move the demo?", kind="turn", session_id="s1",
-        speaker="Bob", actor=system_actor,
-    ).fact  # fmt: skip
-    archived = fact_services.fact_add(tenant=tenant, content="Old plan", actor=system_actor).fact
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft(
+            {
+                "content": "Can we move the demo?",
+                "kind": "turn",
+                "session_id": "s1",
+                "speaker": "Bob",
+            }
+        ),
+    ).fact
+    archived = fact_services.fact_add(
+        tenant=tenant, actor=system_actor, draft=fact_draft({"content": "Old plan"})
+    ).fact
     from facts.models import Fact
     from tenants.scope import tenant_scope
 

@@ -14,6 +14,7 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from facts import services as fact_services  # noqa: E402
+from facts.inputs import fact_draft
 from memoryadmin.web.pages import registered_pages  # noqa: E402
 from tests.test_web_browser import Session  # noqa: E402
 
@@ -73,10 +74,14 @@ def team(django_user_model, system_actor):
     membership_set(tenant=tenant, user=olivia, role="admin", actor=system_actor)
     membership_set(tenant=tenant, user=arthur, role="auditor", actor=system_actor)
     fact = fact_services.fact_add(
-        tenant=tenant, content="Alice prefers green tea", scope="user:alice", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Alice prefers green tea", "scope": "user:alice"}),
     ).fact
     for n in range(3):
-        fact_services.fact_add(tenant=tenant, content=f"Note {n} on tea", actor=system_actor)
+        fact_services.fact_add(
+            tenant=tenant, actor=system_actor, draft=fact_draft({"content": f"Note {n} on tea"})
+        )
     key = apikey_create(tenant=tenant, name="hermes", actor=system_actor).key
     return {"sam": sam, "tenant": tenant, "fact": fact, "key": key}
 

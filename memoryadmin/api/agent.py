@@ -25,8 +25,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from facts.importers import hermes_profile_import
+from facts.inputs import clean_scope
 from facts.selectors import fact_count
-from facts.services import clean_scope
 from memoryadmin.api import agent_tools
 from memoryadmin.api.agent_tools import Binding, Refused
 from memoryadmin.api.auth import ApiKeyAuthentication
