@@ -1,7 +1,8 @@
 """Writes of facts: add, update, remove, restore, purge, feedback; each audited.
 
 Every function takes the tenant first and runs inside `tenant_scope(tenant)`, so the ORM guard
-and PostgreSQL's row-level security both hold. Input is validated here, once, for every surface.
+and PostgreSQL's row-level security both hold. Input comes parsed: `facts.inputs` turns every
+surface's raw input into the typed values (FactDraft, FactChanges, ...) these functions take.
 """
 
 from __future__ import annotations

@@ -290,12 +290,13 @@ def test_the_playground_shows_channels_left_out_facts_and_the_context_block(
     world, owner, system_actor
 ) -> None:
     tenant = world.tenant
-    add = fact_services.fact_add
-    add(tenant=tenant, content="Alice drinks green tea on Mondays", actor=system_actor,
-        trust=0.1)  # fmt: skip
-    add(tenant=tenant, content="Bob drinks green tea after lunch", actor=system_actor,
-        scope="user:bob")  # fmt: skip
-    gone = add(tenant=tenant, content="Carol drinks green tea too", actor=system_actor).fact
+
+    def add(**fields):
+        return fact_services.fact_add(tenant=tenant, actor=system_actor, draft=fact_draft(fields))
+
+    add(content="Alice drinks green tea on Mondays", trust=0.1)
+    add(content="Bob drinks green tea after lunch", scope="user:bob")
+    gone = add(content="Carol drinks green tea too").fact
     fact_services.fact_remove(tenant=tenant, fact_id=gone.pk, actor=system_actor)
     page = _text(_client(owner).get("/t/acme/recall/?q=green+tea&scope=user:alice&channels=fts"))
     results = re.search(r'<table id="recall-results">.*?</table>', page).group(0)
