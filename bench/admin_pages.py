@@ -40,6 +40,7 @@ def _enrich(tenant: Any, now: datetime) -> dict[str, Any]:
     from facts.services import fact_add, fact_feedback
     from retrieval.latency import BUCKET_COUNT, bucket_of, recall_latency_add
     from tenants.actors import Actor
+    from tenants.inputs import retention_changes
     from tenants.scope import tenant_scope
     from tenants.services import apikey_create, membership_set, retention_policy_update
 
@@ -87,7 +88,9 @@ def _enrich(tenant: Any, now: datetime) -> dict[str, Any]:
     retention_policy_update(
         tenant=tenant,
         actor=actor,
-        changes={"archive_after_days_unretrieved": 180, "purge_archived_after_days": 30},
+        changes=retention_changes(
+            {"archive_after_days_unretrieved": 180, "purge_archived_after_days": 30}
+        ),
     )
     return {"admin": admin, "fact": added[0]}
 

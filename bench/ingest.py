@@ -109,11 +109,14 @@ def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[st
     from facts.tasks import facts_embed_pending
     from memoryadmin.models import ServiceHeartbeat
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.scope import tenant_scope
     from tenants.services import tenant_create
 
     actor = Actor.job("bench.ingest")
-    tenant = tenant_create(slug=f"ingest-{workers}", name=f"ingest {workers}", actor=actor)
+    tenant = tenant_create(
+        actor=actor, draft=tenant_draft({"slug": f"ingest-{workers}", "name": f"ingest {workers}"})
+    )
     ServiceHeartbeat.objects.filter(name__startswith="worker:bench").delete()
     processes = _workers(workers, log)
     try:
@@ -164,12 +167,17 @@ def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
     from facts.services import content_hash
     from facts.transfer import tenant_export, tenant_import
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.scope import tenant_scope
     from tenants.services import tenant_create
 
     actor = Actor.job("bench.ingest")
-    source = tenant_create(slug="bundle-source", name="bundle source", actor=actor)
-    target = tenant_create(slug="bundle-target", name="bundle target", actor=actor)
+    source = tenant_create(
+        actor=actor, draft=tenant_draft({"slug": "bundle-source", "name": "bundle source"})
+    )
+    target = tenant_create(
+        actor=actor, draft=tenant_draft({"slug": "bundle-target", "name": "bundle target"})
+    )
     now = timezone.now()
     with tenant_scope(source):
         for start in range(0, count, 5000):

@@ -50,11 +50,12 @@ def _load(data: Path, conversations: int | None) -> tuple[Any, str, list[str], i
     from facts.inputs import fact_draft
     from facts.services import fact_add
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.services import apikey_create, tenant_create
 
     actor = Actor.job("bench.mcp_roundtrip")
     samples = json.loads(data.read_text())[:conversations]
-    tenant = tenant_create(slug="locomo", name="LoCoMo", actor=actor)
+    tenant = tenant_create(actor=actor, draft=tenant_draft({"slug": "locomo", "name": "LoCoMo"}))
     questions: list[str] = []
     stored = 0
     for index, sample in enumerate(samples):

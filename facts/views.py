@@ -28,8 +28,10 @@ from facts.models import ConflictStatus, EntityType, Fact, Status
 from memoryadmin.web.charts import neighbourhood_svg
 from memoryadmin.web.forms import apply_errors, query_form
 from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page
+from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import settings_changes
 from tenants.services import audit_export_record, facts_export_record, tenant_update_settings
 
 PAGE_SIZE = 50
@@ -71,12 +73,16 @@ class FactListPage(TenantPage):
         data = form.cleaned_data
         result = recall_search(
             tenant=self.tenant,
-            query=data["q"],
-            k=SEARCH_RESULTS,
-            scope=data["scope"] or None,
-            kind=data["kind"] or None,
-            category=data["category"] or None,
-            min_trust=data["trust_min"] if data["trust_min"] is not None else 0.0,
+            query=recall_query(
+                {
+                    "query": data["q"],
+                    "k": SEARCH_RESULTS,
+                    "scope": data["scope"] or None,
+                    "kind": data["kind"] or None,
+                    "category": data["category"] or None,
+                    "min_trust": data["trust_min"] if data["trust_min"] is not None else 0.0,
+                }
+            ),
         )
         after, before = day_start(data["created_after"]), day_end(data["created_before"])
         hits = [
@@ -789,10 +795,12 @@ class ConflictSettingsAction(WriteAction):
         try:
             tenant_update_settings(
                 tenant=self.tenant,
-                changes={
-                    "conflict_auto_supersede": int(request.POST.get("auto_supersede") == "on"),
-                    "duplicate_threshold": threshold,
-                },
+                changes=settings_changes(
+                    {
+                        "conflict_auto_supersede": int(request.POST.get("auto_supersede") == "on"),
+                        "duplicate_threshold": threshold,
+                    }
+                ),
                 actor=self.actor,
             )
         except InvalidInput as error:

@@ -25,6 +25,7 @@ from facts.services import fact_add, fact_feedback, fact_remove, fact_update
 from mcp_server import catalog, inputs
 from mcp_server.catalog import ToolSpec
 from retrieval.context import context_cached, retrievals_record
+from retrieval.inputs import recall_query
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from tenants.actors import Actor
@@ -135,12 +136,16 @@ def _search(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
 def _recall(binding: Binding, given: inputs.SearchArgs) -> dict[str, Any]:
     result = recall_search(
         tenant=binding.tenant,
-        query=given.query,
-        k=given.k,
-        scope=_scope(binding, given.scope),
-        kind=given.kind,
-        category=given.category,
-        min_trust=given.min_trust,
+        query=recall_query(
+            {
+                "query": given.query,
+                "k": given.k,
+                "scope": _scope(binding, given.scope),
+                "kind": given.kind,
+                "category": given.category,
+                "min_trust": given.min_trust,
+            }
+        ),
     )
     # An agent was shown these: they count as retrieved, and the wait goes on the dashboard.
     retrievals_record(tenant=binding.tenant, fact_ids=[hit.fact.pk for hit in result.hits])

@@ -7,8 +7,9 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from tenants.inputs import retention_range
 from tenants.models import Role
-from tenants.services import API_KEY_SCOPES, retention_range
+from tenants.services import API_KEY_SCOPES
 
 ROLE_NAMES = [(Role.ADMIN, _("admin")), (Role.AUDITOR, _("auditor"))]
 ROLE_CHOICES = [(Role.ADMIN, _("admin: reads and changes")), (Role.AUDITOR, _("auditor: reads"))]

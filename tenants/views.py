@@ -37,6 +37,7 @@ from tenants.forms import (
     RetentionForm,
     RoleForm,
 )
+from tenants.inputs import retention_changes
 from tenants.models import ApiKey, RetentionPolicy
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class RetentionPage(TenantPage):
         if form.is_valid():
             try:
                 services.retention_policy_update(
-                    tenant=self.tenant, actor=self.actor, changes=form.changes()
+                    tenant=self.tenant, actor=self.actor, changes=retention_changes(form.changes())
                 )
             except InvalidInput as error:
                 apply_errors(form, error)

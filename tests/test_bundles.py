@@ -17,6 +17,7 @@ from facts.inputs import fact_draft
 from facts.models import Entity, Fact, FactEntity, FactVector, Feedback, Status
 from facts.transfer import tenant_export, tenant_import
 from tenants.actors import Actor
+from tenants.inputs import retention_changes
 from tenants.scope import tenant_scope
 from tenants.services import retention_policy_update
 
@@ -172,7 +173,9 @@ def test_archived_facts_come_back_from_their_bundle(tenant, owner_actor, setting
         actor=owner_actor,
         draft=fact_draft({"content": "The VPN endpoint is vpn.acme.test", "trust": 0.1}),
     ).fact
-    retention_policy_update(tenant=tenant, actor=owner_actor, changes={"archive_below_trust": 0.3})
+    retention_policy_update(
+        tenant=tenant, actor=owner_actor, changes=retention_changes({"archive_below_trust": 0.3})
+    )
     run, _ = retention_run_start(tenant=tenant, actor=owner_actor)
     retention_run_execute(tenant=tenant, run_id=run.pk)
     with tenant_scope(tenant):

@@ -19,6 +19,7 @@ from facts.services import fact_add
 from memoryadmin.models import ServiceHeartbeat
 from memoryadmin.tasks import heartbeat
 from tenants.actors import Actor
+from tenants.inputs import tenant_draft
 from tenants.services import tenant_create
 from tests.helpers import PYTHON, REPO, child_env, database_url, wait_for
 
@@ -113,7 +114,9 @@ def test_a_stored_fact_is_embedded_by_a_worker_once_committed(tmp_path: Path) ->
     try:
         _wait_ready(hostname)
         actor = Actor.job("tests")
-        tenant = tenant_create(slug="embedme", name="Embed me", actor=actor)
+        tenant = tenant_create(
+            actor=actor, draft=tenant_draft({"slug": "embedme", "name": "Embed me"})
+        )
         fact = fact_add(
             tenant=tenant,
             actor=actor,

@@ -18,8 +18,10 @@ from facts.inputs import fact_draft
 from facts.models import Conflict, ConflictScan, FactEvent
 from facts.selectors import fact_entities, fact_get
 from facts.services import fact_add, fact_import
+from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import settings_changes
 from tenants.scope import tenant_scope
 from tenants.services import tenant_update_settings
 
@@ -129,7 +131,9 @@ def test_supersede_retires_the_older_fact_and_audits_both(tenant, system_actor, 
     retired = fact_get(tenant=tenant, fact_id=older.pk)
     assert retired.status == "superseded" and retired.superseded_by_id == newer.pk
     assert retired.trust_score == pytest.approx(0.3)
-    hits = recall_search(tenant=tenant, query="Where does Bob live?", min_trust=0).hits
+    hits = recall_search(
+        tenant=tenant, query=recall_query({"query": "Where does Bob live?", "min_trust": 0})
+    ).hits
     assert [h.fact.pk for h in hits] == [newer.pk], "the older leaves recall"
     with tenant_scope(tenant):
         events = FactEvent.objects.for_tenant(tenant)
@@ -166,8 +170,9 @@ def test_keep_both_and_dismiss_leave_the_facts_for_good(tenant, system_actor, ow
 
 
 def test_a_tenant_may_let_clear_newer_statements_supersede_at_once(tenant, system_actor):
-    tenant = tenant_update_settings(tenant=tenant, changes={"conflict_auto_supersede": 1},
-                                    actor=system_actor)  # fmt: skip
+    tenant = tenant_update_settings(
+        tenant=tenant, changes=settings_changes({"conflict_auto_supersede": 1}), actor=system_actor
+    )
     (older,) = _store(tenant, system_actor, "The standup starts at 9:30.")
     conflicts_check_pending(tenant=tenant)
     (newer,) = _store(tenant, system_actor, "The standup starts at 10:00.")
@@ -243,8 +248,9 @@ def test_a_near_duplicate_joins_the_stored_fact(tenant, system_actor) -> None:
 
 def test_the_threshold_is_the_tenants_and_entities_of_a_join_are_linked(tenant, system_actor):
     (first,) = _store(tenant, system_actor, "Jenny works at Google in Zurich.")
-    strict = tenant_update_settings(tenant=tenant, changes={"duplicate_threshold": 1.0},
-                                    actor=system_actor)  # fmt: skip
+    strict = tenant_update_settings(
+        tenant=tenant, changes=settings_changes({"duplicate_threshold": 1.0}), actor=system_actor
+    )
     assert (
         fact_add(
             tenant=strict,
@@ -253,8 +259,9 @@ def test_the_threshold_is_the_tenants_and_entities_of_a_join_are_linked(tenant, 
         ).status
         == "added"
     )
-    loose = tenant_update_settings(tenant=tenant, changes={"duplicate_threshold": 0.9},
-                                   actor=system_actor)  # fmt: skip
+    loose = tenant_update_settings(
+        tenant=tenant, changes=settings_changes({"duplicate_threshold": 0.9}), actor=system_actor
+    )
     joined = fact_add(
         tenant=loose,
         actor=system_actor,

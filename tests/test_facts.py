@@ -61,9 +61,12 @@ def test_the_same_text_in_two_tenants_is_two_facts(tenant, other_tenant, system_
 
 
 def test_tenant_default_trust_applies(tenant, system_actor) -> None:
+    from tenants.inputs import settings_changes
     from tenants.services import tenant_update_settings
 
-    tenant_update_settings(tenant=tenant, changes={"default_trust": 0.7}, actor=system_actor)
+    tenant_update_settings(
+        tenant=tenant, changes=settings_changes({"default_trust": 0.7}), actor=system_actor
+    )
     assert add(tenant, system_actor).fact.trust_score == pytest.approx(0.7)
 
 

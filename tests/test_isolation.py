@@ -11,6 +11,7 @@ from facts import selectors, services
 from facts.embedding import facts_embed_batch
 from facts.inputs import fact_changes, fact_draft
 from facts.models import Conflict, Entity, Fact, FactEntity, FactEvent, FactVector, Feedback
+from retrieval.inputs import recall_query
 from retrieval.latency import BUCKET_COUNT, recall_latency_add
 from retrieval.models import CorpusStats, LexemeStat, RecallLatency
 from retrieval.search import recall_search
@@ -44,7 +45,9 @@ def two_tenants(tenant, other_tenant, owner, outsider, system_actor, settings):
             Conflict.objects.create(tenant=t, fact_a=a, fact_b=b, detected_by="tests")
         apikey_create(tenant=t, name="hermes", actor=system_actor)
         facts_embed_batch(tenant=t)
-        recall_search(tenant=t, query="Alice")  # computes the tenant's full-text statistics
+        recall_search(
+            tenant=t, query=recall_query({"query": "Alice"})
+        )  # computes the tenant's full-text statistics
         recall_latency_add(tenant=t, hour=timezone.now(), counts=[1] * BUCKET_COUNT)
     return tenant, other_tenant
 

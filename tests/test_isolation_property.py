@@ -17,6 +17,7 @@ from facts.inputs import fact_changes, fact_draft
 from facts.models import Fact
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import tenant_draft
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.services import tenant_create
@@ -78,7 +79,10 @@ class TenantIsolationProperty(TestCase):
     )
     @given(plan=st.lists(operations, min_size=1, max_size=20), seed=st.randoms())
     def test_no_tenant_reaches_another(self, plan, seed) -> None:
-        tenants = [tenant_create(slug=f"t{i}", name=f"T{i}", actor=ACTOR) for i in range(TENANTS)]
+        tenants = [
+            tenant_create(actor=ACTOR, draft=tenant_draft({"slug": f"t{i}", "name": f"T{i}"}))
+            for i in range(TENANTS)
+        ]
         owned: dict[int, list[int]] = {t.pk: [] for t in tenants}
         for action, index, value in plan:
             tenant = tenants[index]

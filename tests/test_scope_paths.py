@@ -10,6 +10,7 @@ from facts.selectors import fact_list
 from facts.services import fact_add
 from mcp_server.tools import Binding, tool_call
 from retrieval.context import context_build
+from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from tenants.actors import Actor
 from tenants.scope import scope_within
@@ -63,7 +64,10 @@ def test_the_helper_treats_slash_as_the_boundary() -> None:
 
 
 def test_recall_reads_the_path_not_the_sibling(tenant, beta) -> None:
-    hits = recall_search(tenant=tenant, query="release train Tuesday", scope="project:beta", k=20)
+    hits = recall_search(
+        tenant=tenant,
+        query=recall_query({"query": "release train Tuesday", "scope": "project:beta", "k": 20}),
+    )
     assert {h.fact.scope for h in hits.hits} == COVERED
 
 

@@ -14,6 +14,7 @@ from facts.embedding import facts_embed_batch
 from facts.inputs import fact_draft
 from facts.selectors import fact_vectors
 from retrieval.embedders.use import USE_NAME
+from retrieval.inputs import recall_query
 from retrieval.models import VectorModel
 from retrieval.search import recall_search
 from retrieval.vectors import (
@@ -44,7 +45,11 @@ def _embed_all(tenant) -> None:
 
 
 def _vector_top(tenant, query: str) -> str:
-    return recall_search(tenant=tenant, query=query, channels=["vec"]).hits[0].fact.content
+    return (
+        recall_search(tenant=tenant, query=recall_query({"query": query, "channels": ["vec"]}))
+        .hits[0]
+        .fact.content
+    )
 
 
 def _index_exists(model: str) -> bool:
@@ -93,7 +98,9 @@ def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
     _embed_all(tenant)
     assert vector_switch_finish() == USE_NAME
     assert serving_space().name == USE_NAME
-    assert recall_search(tenant=tenant, query="peanut allergy", channels=["vec"]).hits
+    assert recall_search(
+        tenant=tenant, query=recall_query({"query": "peanut allergy", "channels": ["vec"]})
+    ).hits
     assert _vector_top(tenant, "who cannot eat peanuts?") == FACTS[2]
 
     # The retired model's vectors and index go once no process can still be asking it.

@@ -65,12 +65,13 @@ class Watched(Session):
 
 @pytest.fixture
 def team(django_user_model, system_actor):
+    from tenants.inputs import tenant_draft
     from tenants.services import apikey_create, membership_set, tenant_create
 
     sam = django_user_model.objects.create_superuser("sam", password="pw-sam-12345")
     olivia = django_user_model.objects.create_user("olivia", password="pw-olivia-123")
     arthur = django_user_model.objects.create_user("arthur", password="pw-arthur-123")
-    tenant = tenant_create(slug="acme", name="Acme", actor=system_actor)
+    tenant = tenant_create(actor=system_actor, draft=tenant_draft({"slug": "acme", "name": "Acme"}))
     membership_set(tenant=tenant, user=olivia, role="admin", actor=system_actor)
     membership_set(tenant=tenant, user=arthur, role="auditor", actor=system_actor)
     fact = fact_services.fact_add(

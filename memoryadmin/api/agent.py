@@ -34,7 +34,7 @@ from memoryadmin.api.base import Need, TenantViewSet
 from memoryadmin.api.errors import error_body
 from memoryadmin.api.strict import StrictSerializer
 from retrieval.context import IMPORTANT_SHARE, context_cached
-from retrieval.search import MAX_QUERY_CHARS
+from retrieval.inputs import MAX_QUERY_CHARS
 from tenants.errors import InvalidInput
 
 MAX_BATCH = 100

@@ -139,18 +139,23 @@ def _add(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _search(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
+    from retrieval.inputs import recall_query
     from retrieval.search import recall_search
 
     _need(binding, write=False)
     args = _args(raw)
     hits = recall_search(
         tenant=binding.tenant,
-        query=args.text("query", required=True),
-        k=_limit(args),
-        scope=_read_scope(binding, args),
-        kind=args.choice("kind", KINDS),
-        category=args.choice("category", CATEGORIES),
-        min_trust=args.number("min_trust", low=0.0, high=1.0),
+        query=recall_query(
+            {
+                "query": args.text("query", required=True),
+                "k": _limit(args),
+                "scope": _read_scope(binding, args),
+                "kind": args.choice("kind", KINDS),
+                "category": args.choice("category", CATEGORIES),
+                "min_trust": args.number("min_trust", low=0.0, high=1.0),
+            }
+        ),
     ).hits
     return _results([fact_json(h.fact, h.score, channels=h.channels) for h in hits])
 
@@ -415,6 +420,7 @@ def _write_fact(binding: Binding, key: str, payload: dict[str, Any]) -> None:
 def _write_memory(binding: Binding, key: str, payload: dict[str, Any]) -> None:
     """Mirror a write of Hermes' built-in memory tool: add, replace or remove an entry."""
     from facts.services import fact_add, fact_remove
+    from retrieval.inputs import recall_query
     from retrieval.search import recall_search
 
     action = payload.get("action")
@@ -427,7 +433,8 @@ def _write_memory(binding: Binding, key: str, payload: dict[str, Any]) -> None:
         # Hermes names the old entry by a piece of its text: find the mirrored facts that
         # contain it.
         hits = recall_search(
-            tenant=binding.tenant, query=old_text, k=20, kind=FACT, min_trust=0
+            tenant=binding.tenant,
+            query=recall_query({"query": old_text, "k": 20, "kind": FACT, "min_trust": 0}),
         ).hits
         for hit in hits:
             fact = hit.fact
