@@ -225,7 +225,7 @@ def fact_draft(raw: Mapping[str, Any]) -> FactDraft:
     unknown = sorted(set(raw) - set(DRAFT_FIELDS))
     if unknown:
         raise InvalidInput(unknown[0], f"unknown field (known: {', '.join(DRAFT_FIELDS)})")
-    pinned = clean_flag("pin", raw.get("pinned") or False)
+    pinned = clean_flag("pin", raw.get("pinned", False))
     content = clean_content(raw.get("content"))
     key = clean_short("idempotency_key", raw.get("idempotency_key"), MAX_IDEMPOTENCY_KEY_CHARS)
     kind = clean_kind(raw.get("kind"))

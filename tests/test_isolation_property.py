@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
 from facts import selectors, services
-from facts.inputs import fact_changes, fact_draft
+from facts.inputs import FactChanges, fact_changes, fact_draft
 from facts.models import Fact
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
@@ -63,7 +63,13 @@ def _reaches(tenant, fact_id: int) -> list[Callable[[], Any]]:
         partial(selectors.fact_history, tenant=tenant, fact_id=fact_id),
         partial(selectors.fact_entities, tenant=tenant, fact_id=fact_id),
         partial(services.fact_feedback, tenant=tenant, fact_id=fact_id, helpful=False, actor=ACTOR),
-        partial(services.fact_update, tenant=tenant, fact_id=fact_id, trust_delta=-1, actor=ACTOR),
+        partial(
+            services.fact_update,
+            tenant=tenant,
+            fact_id=fact_id,
+            changes=FactChanges(trust_delta=-1.0),
+            actor=ACTOR,
+        ),
         partial(services.fact_remove, tenant=tenant, fact_id=fact_id, actor=ACTOR),
         partial(services.fact_restore, tenant=tenant, fact_id=fact_id, actor=ACTOR),
         partial(services.fact_purge, tenant=tenant, fact_id=fact_id, actor=ACTOR, reason="test"),
