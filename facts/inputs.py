@@ -181,15 +181,6 @@ def clean_time(name: str, value: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def fact_id(value: Any, name: str = "fact_id") -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            value = int(value)
-        except (TypeError, ValueError):
-            raise InvalidInput(name, "must be a whole number") from None
-    return value
-
-
 # -- a new fact -----------------------------------------------------------------------------------
 
 DRAFT_FIELDS = (

@@ -10,7 +10,14 @@ from django.utils import timezone
 
 from facts import selectors, services
 from facts.embedding import facts_embed_batch
-from facts.inputs import FactChanges, fact_changes, fact_draft, fact_id, helpful, purge_reason
+from facts.inputs import (
+    FactChanges,
+    ToolArguments,
+    fact_changes,
+    fact_draft,
+    helpful,
+    purge_reason,
+)
 from facts.models import Entity, FactEntity, Feedback, Status
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
@@ -302,7 +309,7 @@ def test_feedback_needs_a_boolean_and_a_real_fact(tenant, system_actor) -> None:
             tenant=tenant, fact_id=fact.pk + 999, helpful=True, actor=system_actor
         )
     with pytest.raises(InvalidInput, match="fact_id"):
-        fact_id("seven")
+        ToolArguments({"fact_id": "seven"}).fact_id()
 
 
 # -- list -------------------------------------------------------------------------------------
