@@ -36,9 +36,11 @@ def _enrich(tenant: Any, now: datetime) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from facts.inputs import fact_draft
     from facts.services import fact_add, fact_feedback
     from retrieval.latency import BUCKET_COUNT, bucket_of, recall_latency_add
     from tenants.actors import Actor
+    from tenants.inputs import retention_changes
     from tenants.scope import tenant_scope
     from tenants.services import apikey_create, membership_set, retention_policy_update
 
@@ -57,9 +59,13 @@ def _enrich(tenant: Any, now: datetime) -> dict[str, Any]:
     added = [
         fact_add(
             tenant=tenant,
-            content=f"Bench note {i}: Alice moved the Apollo review to room {i % 40}",
-            scope="team:core",
             actor=actor,
+            draft=fact_draft(
+                {
+                    "content": f"Bench note {i}: Alice moved the Apollo review to room {i % 40}",
+                    "scope": "team:core",
+                }
+            ),
         ).fact
         for i in range(300)
     ]
@@ -82,7 +88,9 @@ def _enrich(tenant: Any, now: datetime) -> dict[str, Any]:
     retention_policy_update(
         tenant=tenant,
         actor=actor,
-        changes={"archive_after_days_unretrieved": 180, "purge_archived_after_days": 30},
+        changes=retention_changes(
+            {"archive_after_days_unretrieved": 180, "purge_archived_after_days": 30}
+        ),
     )
     return {"admin": admin, "fact": added[0]}
 

@@ -64,15 +64,20 @@ def run(data: Path, channels: list[str] | None, compare: bool) -> dict[str, Any]
     from django.conf import settings
 
     from facts.embedding import facts_embed_batch
+    from facts.inputs import fact_draft
     from facts.services import fact_add
     from retrieval.embedders import get_embedder
+    from retrieval.inputs import recall_query
     from retrieval.search import recall_search
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.services import tenant_create
 
     actor = Actor.job("bench.cmrc")
     passages = load_passages(data)
-    tenant = tenant_create(slug="cmrc2018", name="CMRC 2018 dev", actor=actor)
+    tenant = tenant_create(
+        actor=actor, draft=tenant_draft({"slug": "cmrc2018", "name": "CMRC 2018 dev"})
+    )
 
     started = time.perf_counter()
     # Several questions may share a passage: store each distinct text once, map questions to it.
@@ -84,7 +89,7 @@ def run(data: Path, channels: list[str] | None, compare: bool) -> dict[str, Any]
         truncated += content != text.strip()
         if content not in fact_of:
             fact_of[content] = fact_add(
-                tenant=tenant, content=content, kind="fact", actor=actor
+                tenant=tenant, actor=actor, draft=fact_draft({"content": content, "kind": "fact"})
             ).fact.pk
         asked.extend((q, fact_of[content]) for q in questions if q.strip())
     distinct_facts = len(set(fact_of.values()))
@@ -108,7 +113,10 @@ def run(data: Path, channels: list[str] | None, compare: bool) -> dict[str, Any]
     for number, (question, expected) in enumerate(asked, 1):
         for name, chosen in runs.items():
             before = time.perf_counter()
-            hits = recall_search(tenant=tenant, query=question, k=max(KS), channels=chosen).hits
+            hits = recall_search(
+                tenant=tenant,
+                query=recall_query({"query": question, "k": max(KS), "channels": chosen}),
+            ).hits
             if name == label:
                 query_s += time.perf_counter() - before
             ranked = [hit.fact.pk for hit in hits]

@@ -37,19 +37,26 @@ def load_pairs(data: Path) -> list[dict[str, str]]:
 
 def run(pairs: list[dict[str, str]]) -> dict[str, Any]:
     from facts.embedding import facts_embed_batch
+    from facts.inputs import fact_draft
     from facts.services import fact_add
+    from retrieval.inputs import recall_query
     from retrieval.search import recall_search
     from retrieval.vectors import configured_embedder
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.services import tenant_create
 
     actor = Actor.job("bench.crosslingual")
-    tenant = tenant_create(slug="bilingual", name="Bilingual team", actor=actor)
+    tenant = tenant_create(
+        actor=actor, draft=tenant_draft({"slug": "bilingual", "name": "Bilingual team"})
+    )
     # (question, the id of the memory it asks for, direction)
     asked: list[tuple[str, int, str]] = []
     for number, pair in enumerate(pairs):
         stored_in, asked_in = ("zh", "en") if number % 2 == 0 else ("en", "zh")
-        fact = fact_add(tenant=tenant, content=pair[stored_in], actor=actor).fact
+        fact = fact_add(
+            tenant=tenant, actor=actor, draft=fact_draft({"content": pair[stored_in]})
+        ).fact
         asked.append((pair[asked_in], fact.pk, f"{asked_in}->{stored_in}"))
     while facts_embed_batch(tenant=tenant):
         pass
@@ -62,7 +69,8 @@ def run(pairs: list[dict[str, str]]) -> dict[str, Any]:
             found = dict.fromkeys(KS, 0)
             for question, expected in questions:
                 hits = recall_search(
-                    tenant=tenant, query=question, k=max(KS), channels=channels
+                    tenant=tenant,
+                    query=recall_query({"query": question, "k": max(KS), "channels": channels}),
                 ).hits
                 ranked = [hit.fact.pk for hit in hits]
                 for k in KS:

@@ -104,15 +104,17 @@ def run(runs: int, before_rev: str) -> dict[str, Any]:
     from django.conf import settings
     from django.db import connection
 
+    from facts.inputs import fact_draft
     from facts.services import fact_add
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.services import apikey_create, tenant_create
     from tests.helpers import database_url
 
     actor = Actor.job("bench.hermes_startup")
-    tenant = tenant_create(slug="startup", name="Startup", actor=actor)
+    tenant = tenant_create(actor=actor, draft=tenant_draft({"slug": "startup", "name": "Startup"}))
     for content in FACTS:
-        fact_add(tenant=tenant, content=content, actor=actor)
+        fact_add(tenant=tenant, actor=actor, draft=fact_draft({"content": content}))
     token = apikey_create(tenant=tenant, name="bench", actor=actor).token
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="hermes-startup-") as work, web_server() as url:

@@ -57,11 +57,12 @@ class Pair:
 
         from hermes_provider.provider import MnemosyneProvider
         from tenants.actors import Actor
+        from tenants.inputs import tenant_draft
         from tenants.services import apikey_create, tenant_create
 
         actor = Actor.job("bench.hermes_vs_holographic")
         slug = "".join(c if c.isalnum() else "-" for c in label.lower()).strip("-")[:60]
-        self.tenant = tenant_create(slug=slug, name=label, actor=actor)
+        self.tenant = tenant_create(actor=actor, draft=tenant_draft({"slug": slug, "name": label}))
         token = apikey_create(tenant=self.tenant, name="bench", actor=actor).token
         home = workdir / slug
         home.mkdir(parents=True)

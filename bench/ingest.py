@@ -104,23 +104,32 @@ def _wait_workers(count: int) -> None:
 
 
 def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[str, Any]:
+    from facts.inputs import fact_draft
     from facts.models import Fact
     from facts.services import fact_add
     from facts.tasks import facts_embed_pending
     from memoryadmin.models import ServiceHeartbeat
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.scope import tenant_scope
     from tenants.services import tenant_create
 
     actor = Actor.job("bench.ingest")
-    tenant = tenant_create(slug=f"ingest-{workers}", name=f"ingest {workers}", actor=actor)
+    tenant = tenant_create(
+        actor=actor, draft=tenant_draft({"slug": f"ingest-{workers}", "name": f"ingest {workers}"})
+    )
     ServiceHeartbeat.objects.filter(name__startswith="worker:bench").delete()
     processes = _workers(workers, log)
     try:
         _wait_workers(workers)
         started = time.perf_counter()
         for i in range(facts):
-            fact_add(tenant=tenant, content=_text(texts, i), actor=actor, join_similar=False)
+            fact_add(
+                tenant=tenant,
+                actor=actor,
+                join_similar=False,
+                draft=fact_draft({"content": _text(texts, i)}),
+            )
             if i % 200 == 199:
                 # Each add nudges the workers once committed; several workers share the
                 # backlog (rows are claimed with SKIP LOCKED), so nudge each of them too.
@@ -161,12 +170,17 @@ def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
     from facts.transfer import tenant_export, tenant_import
     from retrieval.vectors import configured_embedder
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.scope import tenant_scope
     from tenants.services import tenant_create
 
     actor = Actor.job("bench.ingest")
-    source = tenant_create(slug="bundle-source", name="bundle source", actor=actor)
-    target = tenant_create(slug="bundle-target", name="bundle target", actor=actor)
+    source = tenant_create(
+        actor=actor, draft=tenant_draft({"slug": "bundle-source", "name": "bundle source"})
+    )
+    target = tenant_create(
+        actor=actor, draft=tenant_draft({"slug": "bundle-target", "name": "bundle target"})
+    )
     now = timezone.now()
     model = configured_embedder()
     rng = np.random.default_rng(7)

@@ -467,6 +467,7 @@ def load_tenants(
 
     from retrieval.vectors import configured_embedder, index_name
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.services import tenant_create
 
     actor = Actor.job(f"bench.{slug}")
@@ -487,7 +488,10 @@ def load_tenants(
     total = sum(sizes)
     for number, count in enumerate(sizes):
         tenant = tenant_create(
-            slug=f"{slug}-{number}", name=f"{slug.capitalize()} tenant {number}", actor=actor
+            actor=actor,
+            draft=tenant_draft(
+                {"slug": f"{slug}-{number}", "name": f"{slug.capitalize()} tenant {number}"}
+            ),
         )
         rows = generate_rows(vector_rng, pool, count)
         load_tenant(tenant, pool, rows, rng, now, str(actor))
@@ -539,6 +543,7 @@ def vector_plan(tenant: Any, query: str) -> str:
     """How PostgreSQL runs recall's vector query for `query`: the plan's scan lines."""
     from django.db import connection
 
+    from retrieval.inputs import recall_query
     from retrieval.search import recall_search
 
     plans: list[str] = []
@@ -552,13 +557,16 @@ def vector_plan(tenant: Any, query: str) -> str:
         return result
 
     with connection.execute_wrapper(explain):
-        recall_search(tenant=tenant, query=query, k=10, channels=["vec"])
+        recall_search(
+            tenant=tenant, query=recall_query({"query": query, "k": 10, "channels": ["vec"]})
+        )
     lines = [line.strip() for line in (plans[0] if plans else "").splitlines()]
     return "; ".join(line for line in lines if "Scan" in line or "Execution Time" in line)
 
 
 def measure(tenant: Any, warmup: list[str], queries: list[str], breakdown: bool) -> dict[str, Any]:
     from retrieval.context import context_build, context_cached
+    from retrieval.inputs import recall_query
     from retrieval.search import recall_search
 
     cached_how = "retrieval.context.context_cached, a cache hit (the agents' prefetch path)"
@@ -566,7 +574,7 @@ def measure(tenant: Any, warmup: list[str], queries: list[str], breakdown: bool)
     progress(f"vector query plan: {plan}")
     progress(f"warming up with {len(warmup)} queries; cached path: {cached_how}")
     for query in warmup:
-        recall_search(tenant=tenant, query=query, k=10)
+        recall_search(tenant=tenant, query=recall_query({"query": query, "k": 10}))
         context_build(tenant=tenant, query=query)
     search_ms: list[float] = []  # recall + context assembly, without the query embedding
     recall_ms: list[float] = []  # recall_search alone (k=10), without the query embedding
@@ -575,7 +583,7 @@ def measure(tenant: Any, warmup: list[str], queries: list[str], breakdown: bool)
     cached_ms: list[float] = []
     returned: list[int] = []
     for query in queries:
-        result = recall_search(tenant=tenant, query=query, k=10)
+        result = recall_search(tenant=tenant, query=recall_query({"query": query, "k": 10}))
         recall_ms.append(result.timings_ms["total"] - result.timings_ms.get("embed_query", 0.0))
         returned.append(len(result.hits))
     # A pass of its own, so that no query is measured right after the same query warmed it up.
@@ -620,7 +628,8 @@ def measure(tenant: Any, warmup: list[str], queries: list[str], breakdown: bool)
             times = []
             for query in queries:
                 timings = recall_search(
-                    tenant=tenant, query=query, k=10, channels=[channel]
+                    tenant=tenant,
+                    query=recall_query({"query": query, "k": 10, "channels": [channel]}),
                 ).timings_ms
                 times.append(timings["total"] - timings.get("embed_query", 0.0))
             alone[channel] = {"p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95)}

@@ -68,6 +68,7 @@ def _seed(tenants: int, facts: int, agents: int) -> tuple[list[str], list[str]]:
     from facts.embedding import facts_embed_batch
     from facts.services import fact_import
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.scope import tenant_scope
     from tenants.services import apikey_create, tenant_create
 
@@ -75,7 +76,9 @@ def _seed(tenants: int, facts: int, agents: int) -> tuple[list[str], list[str]]:
     actor = Actor.job("bench.load")
     made = []
     for number in range(tenants):
-        tenant = tenant_create(slug=f"team-{number}", name=f"Team {number}", actor=actor)
+        tenant = tenant_create(
+            actor=actor, draft=tenant_draft({"slug": f"team-{number}", "name": f"Team {number}"})
+        )
         lines = [
             json.dumps({"content": text, "category": category})
             for text, _language, category in sentence_pool(rng, facts)

@@ -234,9 +234,12 @@ def run(
     folds: int = 0,
 ) -> dict[str, Any]:
     from facts.embedding import facts_embed_batch
+    from facts.inputs import fact_draft
     from facts.services import fact_add
+    from retrieval.inputs import recall_query
     from retrieval.search import recall_gather, recall_rank
     from tenants.actors import Actor
+    from tenants.inputs import settings_changes, tenant_draft
     from tenants.services import tenant_create, tenant_update_settings
 
     actor = Actor.job("bench.locomo")
@@ -245,9 +248,13 @@ def run(
     ingest_s = query_s = 0.0
     for index, sample in enumerate(conversations):
         name = sample.get("sample_id", f"conv-{index}")
-        tenant = tenant_create(slug=f"locomo-{index}", name=name, actor=actor)
+        tenant = tenant_create(
+            actor=actor, draft=tenant_draft({"slug": f"locomo-{index}", "name": name})
+        )
         if weights:
-            tenant = tenant_update_settings(tenant=tenant, changes=weights, actor=actor)
+            tenant = tenant_update_settings(
+                tenant=tenant, changes=settings_changes(weights), actor=actor
+            )
         # The channels recall_search asks by default: those the tenant weighs above 0.
         asked = channels or [c for c in ("fts", "vec", "entity") if tenant.setting(f"weight_{c}")]
         fusion = {
@@ -260,14 +267,18 @@ def run(
         for turn in turns:
             fact = fact_add(
                 tenant=tenant,
-                content=turn["text"],
-                kind="turn",
-                scope=f"conversation:{name}",
-                session_id=turn["session"],
-                position=turn["position"],
-                speaker=turn["speaker"],
-                created_at=turn["created_at"],
                 actor=actor,
+                draft=fact_draft(
+                    {
+                        "content": turn["text"],
+                        "kind": "turn",
+                        "scope": f"conversation:{name}",
+                        "session_id": turn["session"],
+                        "position": turn["position"],
+                        "speaker": turn["speaker"],
+                        "created_at": turn["created_at"],
+                    }
+                ),
             ).fact
             ids[fact.pk] = turn["dia_id"]
         while facts_embed_batch(tenant=tenant, limit=64):
@@ -279,7 +290,9 @@ def run(
             evidence = set(qa.get("evidence") or [])
             if not evidence:
                 continue
-            gathered = recall_gather(tenant=tenant, query=qa["question"], channels=asked)
+            gathered = recall_gather(
+                tenant=tenant, query=recall_query({"query": qa["question"], "channels": asked})
+            )
             scored = recall_rank(gathered, weights=fusion, half_life_days=half_life, now=last_date)
             ranked = [ids[fid] for _, fid, _ in scored[: max(ks)]]
             rows.append(

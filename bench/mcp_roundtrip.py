@@ -47,23 +47,35 @@ def _load(data: Path, conversations: int | None) -> tuple[Any, str, list[str], i
     """One tenant holding the conversations' turns, embedded; a key; the questions."""
     from bench.locomo import turns_of
     from facts.embedding import facts_embed_batch
+    from facts.inputs import fact_draft
     from facts.services import fact_add
     from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
     from tenants.services import apikey_create, tenant_create
 
     actor = Actor.job("bench.mcp_roundtrip")
     samples = json.loads(data.read_text())[:conversations]
-    tenant = tenant_create(slug="locomo", name="LoCoMo", actor=actor)
+    tenant = tenant_create(actor=actor, draft=tenant_draft({"slug": "locomo", "name": "LoCoMo"}))
     questions: list[str] = []
     stored = 0
     for index, sample in enumerate(samples):
         name = sample.get("sample_id", f"conv-{index}")
         for turn in turns_of(sample["conversation"]):
             fact_add(
-                tenant=tenant, content=turn["text"], kind="turn", scope=f"conversation:{name}",
-                session_id=f"{name}/{turn['session']}", position=turn["position"],
-                speaker=turn["speaker"], created_at=turn["created_at"], actor=actor,
-            )  # fmt: skip
+                tenant=tenant,
+                actor=actor,
+                draft=fact_draft(
+                    {
+                        "content": turn["text"],
+                        "kind": "turn",
+                        "scope": f"conversation:{name}",
+                        "session_id": f"{name}/{turn['session']}",
+                        "position": turn["position"],
+                        "speaker": turn["speaker"],
+                        "created_at": turn["created_at"],
+                    }
+                ),
+            )
             stored += 1
         questions += [qa["question"] for qa in sample["qa"] if qa.get("evidence")]
         while facts_embed_batch(tenant=tenant, limit=64):

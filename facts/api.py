@@ -13,7 +13,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from facts import conflicts, curation, graph, services
+from facts import conflicts, curation, graph, inputs, services
 from facts.audit_export import audit_csv_rows, audit_jsonl_rows
 from facts.models import (
     Category,
@@ -127,12 +127,14 @@ class PageQuery(StrictSerializer):
 
 
 class FactCreateIn(StrictSerializer):
-    content = serializers.CharField(max_length=services.MAX_CONTENT_CHARS, trim_whitespace=True)
+    content = serializers.CharField(max_length=inputs.MAX_CONTENT_CHARS, trim_whitespace=True)
     kind = serializers.ChoiceField(choices=Kind.choices, default=Kind.FACT)
     scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     tags = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, max_length=services.MAX_TAGS
+        child=serializers.CharField(max_length=inputs.MAX_TAG_CHARS),
+        required=False,
+        max_length=inputs.MAX_TAGS,
     )
     session_id = serializers.CharField(required=False, allow_blank=True, max_length=128)
     position = serializers.IntegerField(
@@ -166,10 +168,12 @@ class FactCreatedOut(serializers.Serializer):
 
 
 class FactUpdateIn(StrictSerializer):
-    content = serializers.CharField(required=False, max_length=services.MAX_CONTENT_CHARS)
+    content = serializers.CharField(required=False, max_length=inputs.MAX_CONTENT_CHARS)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     tags = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, max_length=services.MAX_TAGS
+        child=serializers.CharField(max_length=inputs.MAX_TAG_CHARS),
+        required=False,
+        max_length=inputs.MAX_TAGS,
     )
     scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
     trust_delta = serializers.FloatField(
@@ -395,8 +399,8 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )  # fmt: skip
     def create(self, request: Request, tenant: str | None = None) -> Response:
-        data = validated(FactCreateIn, request.data)
-        result = services.fact_add(tenant=self.tenant, actor=self.actor, **data)
+        draft = inputs.fact_draft(validated(FactCreateIn, request.data))
+        result = services.fact_add(tenant=self.tenant, draft=draft, actor=self.actor)
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
         body = {"status": result.status, "fact": FactOut(result.fact).data}
         if result.similarity is not None:
@@ -439,8 +443,10 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )
     def partial_update(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
-        data = validated(FactUpdateIn, request.data)
-        fact = services.fact_update(tenant=self.tenant, fact_id=fact_id, actor=self.actor, **data)
+        changes = inputs.fact_changes(validated(FactUpdateIn, request.data))
+        fact = services.fact_update(
+            tenant=self.tenant, fact_id=fact_id, changes=changes, actor=self.actor
+        )
         return Response(FactOut(fact).data)
 
     @extend_schema(
@@ -480,9 +486,9 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )  # fmt: skip
     def purge(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
-        data = validated(PurgeIn, request.data)
+        reason = inputs.purge_reason(validated(PurgeIn, request.data)["reason"])
         purged = services.fact_purge(
-            tenant=self.tenant, fact_id=fact_id, actor=self.actor, reason=data["reason"]
+            tenant=self.tenant, fact_id=fact_id, actor=self.actor, reason=reason
         )
         return Response({"purged": purged})
 
@@ -502,9 +508,9 @@ class FactViewSet(TenantViewSet):
         tags=["facts"],
     )  # fmt: skip
     def feedback(self, request: Request, fact_id: int, tenant: str | None = None) -> Response:
-        data = validated(FeedbackIn, request.data)
+        helpful = inputs.helpful(validated(FeedbackIn, request.data)["helpful"])
         result = services.fact_feedback(
-            tenant=self.tenant, fact_id=fact_id, helpful=data["helpful"], actor=self.actor
+            tenant=self.tenant, fact_id=fact_id, helpful=helpful, actor=self.actor
         )
         return Response(vars(result))
 

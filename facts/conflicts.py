@@ -30,8 +30,8 @@ from django.utils import timezone
 from facts.contradiction import CONTRADICT, DUPLICATE, Verdict, pair_judge
 from facts.entities import entities_found, entity_dictionary, entity_resolve
 from facts.events import fact_event_record
+from facts.inputs import MAX_TAGS
 from facts.models import (
-    MAX_TAGS,
     Conflict,
     ConflictResolution,
     ConflictScan,

@@ -8,12 +8,22 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from facts.inputs import (
+    MAX_CONTENT_CHARS,
+    MAX_ID,
+    MAX_PURGE_REASON_CHARS,
+    MAX_SCOPE_CHARS,
+    FactChanges,
+    FactDraft,
+    fact_changes,
+    fact_draft,
+    purge_reason,
+)
 from facts.models import Category, EntityType, Kind, Status
 from facts.selectors.audit import audit_actions
-from facts.selectors.paging import MAX_ID
-from facts.services import MAX_CONTENT_CHARS
 from memoryadmin.terms import term_choices
-from memoryadmin.web.forms import DateInput
+from memoryadmin.web.forms import DateInput, apply_errors
+from tenants.errors import InvalidInput
 
 ALL = "all"
 
@@ -88,7 +98,7 @@ class FactAddForm(forms.Form):
     scope = forms.CharField(
         label=_("Scope"),
         required=False,
-        max_length=255,
+        max_length=MAX_SCOPE_CHARS,
         help_text=_("type:name segments, e.g. user:alice/project:beta; empty: the whole tenant"),
     )
     category = forms.ChoiceField(label=_("Category"), choices=term_choices(Category.values))
@@ -96,17 +106,43 @@ class FactAddForm(forms.Form):
         label=_("Tags"), required=False, max_length=1400, help_text=_("separated by commas")
     )
 
+    draft: FactDraft
+
+    def _fields(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in ("content", "scope", "category", "tags")}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not self.errors:
+            try:
+                self.parse()
+            except InvalidInput as error:
+                apply_errors(self, error)
+        return data
+
+    def parse(self) -> None:
+        self.draft = fact_draft(self._fields())
+
 
 class FactEditForm(FactAddForm):
-    pass
+    changes: FactChanges
+
+    def parse(self) -> None:
+        self.changes = fact_changes(self._fields())
 
 
 class PurgeForm(forms.Form):
     reason = forms.CharField(
         label=_("Why it must be forgotten"),
-        max_length=500,
+        max_length=MAX_PURGE_REASON_CHARS,
         help_text=_("Kept in the audit log. The fact is deleted for good; its history stays."),
     )
+
+    def clean_reason(self) -> str:
+        try:
+            return purge_reason(self.cleaned_data["reason"])
+        except InvalidInput as error:
+            raise forms.ValidationError(error.message) from None
 
 
 class EntityFilterForm(forms.Form):

@@ -61,11 +61,14 @@ def _trust(value: Any) -> float:
 
 
 def _add(tenant: Tenant, actor: Actor, summary: HermesImport, **values: Any) -> Fact | None:
+    from facts.inputs import fact_draft
     from facts.services import fact_add
 
     with transaction.atomic():  # a savepoint: a refused entry leaves nothing behind
         try:
-            result = fact_add(tenant=tenant, actor=actor, join_similar=False, **values)
+            result = fact_add(
+                tenant=tenant, actor=actor, join_similar=False, draft=fact_draft({**values})
+            )
         except InvalidInput:
             return None
     if result.status == "added":

@@ -8,9 +8,6 @@ from pgvector.django import VectorField
 
 from tenants.models import TenantOwned
 
-# Tags a fact may carry.
-MAX_TAGS = 20
-
 
 class Kind(models.TextChoices):
     FACT = "fact", "fact"

@@ -1,17 +1,16 @@
 """Writes of facts: add, update, remove, restore, purge, feedback; each audited.
 
 Every function takes the tenant first and runs inside `tenant_scope(tenant)`, so the ORM guard
-and PostgreSQL's row-level security both hold. Input is validated here, once, for every surface.
+and PostgreSQL's row-level security both hold. Input comes parsed: `facts.inputs` turns every
+surface's raw input into the typed values (FactDraft, FactChanges, ...) these functions take.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.contrib.postgres.search import CombinedSearchVector, SearchVector
@@ -23,9 +22,8 @@ from facts.conflicts import fact_join, fact_near_duplicate
 from facts.entities import fact_link_entities
 from facts.events import fact_event_record as _event
 from facts.importance import importance_of_new, importance_recompute
+from facts.inputs import FactChanges, FactDraft, import_line
 from facts.models import (
-    MAX_TAGS,
-    Category,
     EventAction,
     Fact,
     FactVector,
@@ -38,135 +36,14 @@ from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.jobs import job_send
 from tenants.models import Tenant
-from tenants.scope import current_scope_limit, scope_within, tenant_scope
-from tenants.validation import check_storable
+from tenants.scope import tenant_scope
 
-# In characters, as the API's schema states it (a Chinese character is 3 bytes of UTF-8).
-MAX_CONTENT_CHARS = 16_384
-MAX_METADATA_BYTES = 16 * 1024
 TRUST_HELPFUL = 0.05
 TRUST_UNHELPFUL = -0.10
-# `type:name` segments joined by "/": user:alice/project:beta. Names may be any script.
-_SCOPE_SEGMENT = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s/:]{1,100}$")
 # Fields an audit event snapshots.
 _AUDITED = (
     "content", "kind", "scope", "category", "tags", "trust_score", "status", "session_id", "pinned",
 )  # fmt: skip
-
-
-# -- validation -------------------------------------------------------------------------------
-
-
-def clean_content(content: Any) -> str:
-    if not isinstance(content, str):
-        raise InvalidInput("content", "must be text")
-    text = content.replace("\x00", "").strip()
-    if not text:
-        raise InvalidInput("content", "must not be empty")
-    if len(text) > MAX_CONTENT_CHARS:
-        raise InvalidInput("content", f"is longer than {MAX_CONTENT_CHARS:,} characters")
-    return text
-
-
-def clean_scope(scope: Any) -> str:
-    """A scope path, checked; under a key's scope limit, "" means the limit itself and a scope
-    outside it is refused."""
-    limit = current_scope_limit()
-    scope = _clean_scope_path(scope)
-    if limit and not scope:
-        return limit
-    if not scope_within(scope, limit):
-        raise InvalidInput("scope", f"this API key may only use the scope {limit} and below")
-    return scope
-
-
-def _clean_scope_path(scope: Any) -> str:
-    if scope is None:
-        return ""
-    if not isinstance(scope, str):
-        raise InvalidInput("scope", "must be text like user:alice/project:beta")
-    scope = unicodedata.normalize("NFC", scope.strip()).strip("/")
-    if not scope:
-        return ""
-    if len(scope) > 255:
-        raise InvalidInput("scope", "is longer than 255 characters")
-    for segment in scope.split("/"):
-        if not _SCOPE_SEGMENT.match(segment):
-            raise InvalidInput(
-                "scope",
-                f"segment {segment!r} is not type:name (e.g. user:alice/project:beta; the type "
-                "is lowercase letters, digits, _ or -; the name has no spaces, '/' or ':')",
-            )
-    return scope
-
-
-def clean_category(category: Any) -> str:
-    if category is None:
-        return Category.GENERAL
-    if category not in Category.values:
-        raise InvalidInput("category", f"must be one of {', '.join(Category.values)}")
-    return category
-
-
-def clean_tags(tags: Any) -> list[str]:
-    if tags is None:
-        return []
-    if isinstance(tags, str):
-        tags = [t for t in tags.split(",")]
-    if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
-        raise InvalidInput("tags", "must be a list of text (or comma-separated text)")
-    clean = list(dict.fromkeys(t.strip().lower() for t in tags if t.strip()))
-    if len(clean) > MAX_TAGS:
-        raise InvalidInput("tags", f"at most {MAX_TAGS} tags")
-    if any(len(t) > 64 for t in clean):
-        raise InvalidInput("tags", "each tag is at most 64 characters")
-    return clean
-
-
-def _clean_kind(kind: Any) -> str:
-    if kind not in Kind.values:
-        raise InvalidInput("kind", f"must be one of {', '.join(Kind.values)}")
-    return kind
-
-
-def _clean_short(field: str, value: Any, limit: int) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) > limit:
-        raise InvalidInput(field, f"must be text of at most {limit} characters")
-    return value.strip()
-
-
-def _clean_metadata(metadata: Any) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise InvalidInput("metadata", "must be an object")
-    import json
-
-    try:
-        size = len(json.dumps(metadata).encode())
-    except (TypeError, ValueError):
-        raise InvalidInput("metadata", "must be JSON") from None
-    if size > MAX_METADATA_BYTES:
-        raise InvalidInput("metadata", f"is larger than {MAX_METADATA_BYTES // 1024} KiB")
-    return metadata
-
-
-def clean_flag(field: str, value: Any) -> bool:
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    if not isinstance(value, bool):
-        raise InvalidInput(field, "must be true or false")
-    return value
-
-
-def _clean_trust(field: str, value: Any, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise InvalidInput(field, "must be a number")
-    if not low <= value <= high:
-        raise InvalidInput(field, f"must be between {low:g} and {high:g}")
-    return float(value)
 
 
 def content_hash(content: str) -> str:
@@ -209,12 +86,7 @@ def _schedule_embedding(tenant: Tenant) -> None:
     transaction.on_commit(send, robust=True)
 
 
-def _locked_fact(tenant: Tenant, fact_id: Any) -> Fact:
-    if isinstance(fact_id, bool) or not isinstance(fact_id, int):
-        try:
-            fact_id = int(fact_id)
-        except (TypeError, ValueError):
-            raise InvalidInput("fact_id", "must be a whole number") from None
+def _locked_fact(tenant: Tenant, fact_id: int) -> Fact:
     fact = Fact.objects.for_tenant(tenant).select_for_update().filter(pk=fact_id).first()
     if fact is None:
         raise NotFound("fact", fact_id)
@@ -253,29 +125,13 @@ class AddResult:
 
 
 def fact_add(
-    *,
-    tenant: Tenant,
-    content: Any,
-    actor: Actor,
-    kind: str = Kind.FACT,
-    scope: Any = None,
-    category: Any = None,
-    tags: Any = None,
-    session_id: Any = None,
-    position: int | None = None,
-    speaker: Any = None,
-    metadata: Any = None,
-    trust: Any = None,
-    created_at: datetime | None = None,
-    idempotency_key: Any = None,
-    join_similar: bool = True,
-    pinned: Any = False,
+    *, tenant: Tenant, draft: FactDraft, actor: Actor, join_similar: bool = True
 ) -> AddResult:
     """Store a memory. The same fact again (same scope, same text up to case and spacing)
     returns the existing one; a removed or archived one comes back.
 
-    `idempotency_key` makes a retried write harmless: a second add with the same key (and the
-    same text, kind, scope and session) returns the memory the first one stored, status
+    `draft.idempotency_key` makes a retried write harmless: a second add with the same key (and
+    the same text, kind, scope and session) returns the memory the first one stored, status
     "exists". Writers that buffer and retry (the Hermes provider) give every write its own key.
 
     A fact (never a turn) whose meaning is already stored in the same scope (a vector at least
@@ -284,37 +140,27 @@ def fact_add(
     count, tags and entities grown. With `join_similar=False` (bulk imports) the worker's
     check does the same later.
 
-    `pinned` ("always remember"): the fact comes first among the known facts and retention
-    never archives it; adding a pinned text that is already stored pins the stored fact.
+    `draft.pinned` ("always remember"): the fact comes first among the known facts and
+    retention never archives it; adding a pinned text that is already stored pins the stored
+    fact.
     """
-    pinned = clean_flag("pin", pinned)
-    text = clean_content(content)
-    key = _clean_short("idempotency_key", idempotency_key, 128)
-    kind = _clean_kind(kind)
-    values = {
+    pinned, text, key, kind, position = (
+        draft.pinned, draft.content, draft.idempotency_key, draft.kind, draft.position
+    )  # fmt: skip
+    values: dict[str, Any] = {
         "kind": kind,
         "content": text,
         "content_hash": content_hash(text),
-        "scope": clean_scope(scope),
-        "category": clean_category(category),
-        "tags": clean_tags(tags),
-        "session_id": _clean_short("session_id", session_id, 128),
-        "speaker": _clean_short("speaker", speaker, 100),
-        "metadata": _clean_metadata(metadata),
-        "trust_score": (
-            tenant.setting("default_trust")
-            if trust is None
-            else _clean_trust("trust", trust, 0.0, 1.0)
-        ),
+        "scope": draft.scope,
+        "category": draft.category,
+        "tags": list(draft.tags),
+        "session_id": draft.session_id,
+        "speaker": draft.speaker,
+        "metadata": dict(draft.metadata),
+        "trust_score": tenant.setting("default_trust") if draft.trust is None else draft.trust,
         "created_by": str(actor),
-        "created_at": created_at or timezone.now(),
+        "created_at": draft.created_at or timezone.now(),
     }
-    if position is not None and (
-        isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < 2**31
-    ):
-        raise InvalidInput("position", "must be a whole number from 0 to 2147483647")
-    if kind == Kind.TURN and not values["session_id"]:
-        raise InvalidInput("session_id", "a turn belongs to a session")
     if key:
         values["metadata"] = {**values["metadata"], "idempotency_key": key}
     with tenant_scope(tenant):
@@ -366,7 +212,9 @@ def fact_add(
 def _pin_too(tenant: Tenant, result: AddResult, pinned: bool, actor: Actor) -> AddResult:
     if not pinned or result.fact.pinned:
         return result
-    fact = fact_update(tenant=tenant, fact_id=result.fact.pk, actor=actor, pinned=True)
+    fact = fact_update(
+        tenant=tenant, fact_id=result.fact.pk, changes=FactChanges(pinned=True), actor=actor
+    )
     return AddResult(fact=fact, status=result.status, similarity=result.similarity)
 
 
@@ -412,43 +260,16 @@ def _readd(tenant: Tenant, fact: Fact, actor: Actor) -> AddResult:
 
 # -- update, remove, restore, purge -----------------------------------------------------------
 
-_UNSET: Any = object()
 
-
-def fact_update(
-    *,
-    tenant: Tenant,
-    fact_id: Any,
-    actor: Actor,
-    content: Any = _UNSET,
-    category: Any = _UNSET,
-    tags: Any = _UNSET,
-    scope: Any = _UNSET,
-    trust_delta: Any = _UNSET,
-    pinned: Any = _UNSET,
-) -> Fact:
+def fact_update(*, tenant: Tenant, fact_id: int, changes: FactChanges, actor: Actor) -> Fact:
     """Change what is given; the audit event records exactly the fields that changed."""
-    changes: dict[str, Any] = {}
-    if pinned is not _UNSET:
-        changes["pinned"] = clean_flag("pin", pinned)
-    if content is not _UNSET:
-        changes["content"] = clean_content(content)
-    if category is not _UNSET:
-        changes["category"] = clean_category(category)
-    if tags is not _UNSET:
-        changes["tags"] = clean_tags(tags)
-    if scope is not _UNSET:
-        changes["scope"] = clean_scope(scope)
-    delta = None if trust_delta is _UNSET else _clean_trust("trust_delta", trust_delta, -1.0, 1.0)
-    if not changes and delta is None:
-        raise InvalidInput(
-            "fact", "nothing to update: give content, category, tags, scope, trust_delta or pin"
-        )
+    delta = changes.trust_delta
+    values = changes.given()
     with tenant_scope(tenant):
         fact = _locked_fact(tenant, fact_id)
         if delta is not None:
-            changes["trust_score"] = round(min(1.0, max(0.0, fact.trust_score + delta)), 6)
-        changed = {k: v for k, v in changes.items() if getattr(fact, k) != v}
+            values["trust_score"] = round(min(1.0, max(0.0, fact.trust_score + delta)), 6)
+        changed = {k: v for k, v in values.items() if getattr(fact, k) != v}
         if not changed:
             return fact
         before = {k: getattr(fact, k) for k in changed}
@@ -484,7 +305,7 @@ def fact_update(
 
 
 def _set_status(
-    tenant: Tenant, fact_id: Any, actor: Actor, status: str, action: str, allowed_from: set[str]
+    tenant: Tenant, fact_id: int, actor: Actor, status: str, action: str, allowed_from: set[str]
 ) -> Fact:
     with tenant_scope(tenant):
         fact = _locked_fact(tenant, fact_id)
@@ -499,7 +320,7 @@ def _set_status(
         return fact
 
 
-def fact_remove(*, tenant: Tenant, fact_id: Any, actor: Actor) -> Fact:
+def fact_remove(*, tenant: Tenant, fact_id: int, actor: Actor) -> Fact:
     """Soft removal: the fact leaves retrieval and stays, with its history, for the audit."""
     return _set_status(
         tenant,
@@ -511,7 +332,7 @@ def fact_remove(*, tenant: Tenant, fact_id: Any, actor: Actor) -> Fact:
     )
 
 
-def fact_restore(*, tenant: Tenant, fact_id: Any, actor: Actor) -> Fact:
+def fact_restore(*, tenant: Tenant, fact_id: int, actor: Actor) -> Fact:
     return _set_status(
         tenant,
         fact_id,
@@ -522,15 +343,13 @@ def fact_restore(*, tenant: Tenant, fact_id: Any, actor: Actor) -> Fact:
     )
 
 
-def fact_purge(*, tenant: Tenant, fact_id: Any, actor: Actor, reason: str) -> int:
+def fact_purge(*, tenant: Tenant, fact_id: int, actor: Actor, reason: str) -> int:
     """Delete a fact for good (with its vectors, links and feedback, and out of its archive
     bundle). The audit keeps that it existed, who purged it and why, but not its text: the
-    text in its earlier events becomes "[purged]". Returns the purged id."""
+    text in its earlier events becomes "[purged]". Returns the purged id (`reason` as
+    `facts.inputs.purge_reason` gives it)."""
     from facts.archive import facts_purge
 
-    reason = (reason or "").strip()
-    if not reason:
-        raise InvalidInput("reason", "a purge needs a reason for the audit trail")
     with tenant_scope(tenant):
         fact = _locked_fact(tenant, fact_id)
         return facts_purge(tenant=tenant, facts=[fact], actor=actor, reason=reason)[0]
@@ -548,10 +367,8 @@ class FeedbackResult:
     unhelpful_count: int
 
 
-def fact_feedback(*, tenant: Tenant, fact_id: Any, helpful: Any, actor: Actor) -> FeedbackResult:
+def fact_feedback(*, tenant: Tenant, fact_id: int, helpful: bool, actor: Actor) -> FeedbackResult:
     """helpful: trust +0.05; unhelpful: -0.10; clamped to [0, 1]."""
-    if not isinstance(helpful, bool):
-        raise InvalidInput("helpful", "must be true (helpful) or false (unhelpful)")
     with tenant_scope(tenant):
         fact = _locked_fact(tenant, fact_id)
         old = fact.trust_score
@@ -594,10 +411,6 @@ def fact_record_retrievals(*, tenant: Tenant, fact_ids: list[int], at: datetime)
 # -- bulk import ------------------------------------------------------------------------------
 
 MAX_IMPORT_LINES = 10_000
-IMPORT_FIELDS = (
-    "content", "kind", "scope", "category", "tags", "session_id", "position", "speaker",
-    "metadata", "trust", "created_at",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -621,42 +434,6 @@ class ImportReport:
         return counts
 
 
-def _import_values(raw: str) -> dict[str, Any]:
-    try:
-        values = json.loads(raw, parse_constant=_refuse_constant)
-    except RecursionError:
-        raise InvalidInput("line", "is nested too deeply") from None
-    except ValueError as error:
-        raise InvalidInput("line", f"is not JSON ({error})") from None
-    if not isinstance(values, dict):
-        raise InvalidInput("line", "must be a JSON object, one fact per line")
-    unknown = sorted(set(values) - set(IMPORT_FIELDS))
-    if unknown:
-        raise InvalidInput(unknown[0], f"unknown field (known: {', '.join(IMPORT_FIELDS)})")
-    if "content" not in values:
-        raise InvalidInput("content", "is required")
-    check_storable(values, "")
-    if "created_at" in values and values["created_at"] is not None:
-        values["created_at"] = _import_time(values["created_at"])
-    return values
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _import_time(value: Any) -> datetime:
-    try:
-        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        moment = None
-    if moment is None:
-        raise InvalidInput("created_at", "must be an ISO 8601 time, e.g. 2026-01-31T09:30:00Z")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment
-
-
 def fact_import(
     *, tenant: Tenant, lines: list[str], actor: Actor, max_lines: int = MAX_IMPORT_LINES
 ) -> ImportReport:
@@ -674,9 +451,9 @@ def fact_import(
     with tenant_scope(tenant):
         for number, raw in numbered:
             try:
-                values = _import_values(raw)
+                draft = import_line(raw)
                 with transaction.atomic():  # a savepoint: a refused line leaves nothing behind
-                    result = fact_add(tenant=tenant, actor=actor, join_similar=False, **values)
+                    result = fact_add(tenant=tenant, draft=draft, actor=actor, join_similar=False)
             except InvalidInput as error:
                 report.append(ImportLine(number, "error", field=error.field, message=error.message))
                 continue
@@ -688,32 +465,16 @@ def fact_import(
     return summary
 
 
-MAX_BULK = 200
-
-
 @dataclass(frozen=True)
 class BulkResult:
     done: list[int]
     skipped: dict[int, str]  # fact id -> why (not found, already removed, ...)
 
 
-def _bulk_ids(fact_ids: Any) -> list[int]:
-    if not isinstance(fact_ids, list | tuple) or not fact_ids:
-        raise InvalidInput("ids", "select at least one fact")
-    if len(fact_ids) > MAX_BULK:
-        raise InvalidInput("ids", f"at most {MAX_BULK} facts at once")
-    ids = []
-    for value in fact_ids:
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise InvalidInput("ids", "must be fact ids")
-        ids.append(value)
-    return list(dict.fromkeys(ids))
-
-
-def facts_bulk_remove(*, tenant: Tenant, fact_ids: Any, actor: Actor) -> BulkResult:
+def facts_bulk_remove(*, tenant: Tenant, fact_ids: tuple[int, ...], actor: Actor) -> BulkResult:
     """Remove each of the facts (as fact_remove, each audited); the others are reported."""
     done, skipped = [], {}
-    for fact_id in _bulk_ids(fact_ids):
+    for fact_id in fact_ids:
         try:
             with transaction.atomic():
                 fact_remove(tenant=tenant, fact_id=fact_id, actor=actor)
@@ -724,20 +485,24 @@ def facts_bulk_remove(*, tenant: Tenant, fact_ids: Any, actor: Actor) -> BulkRes
     return BulkResult(done=done, skipped=skipped)
 
 
-def facts_bulk_tag(*, tenant: Tenant, fact_ids: Any, tag: Any, actor: Actor) -> BulkResult:
+def facts_bulk_tag(
+    *, tenant: Tenant, fact_ids: tuple[int, ...], tag: str, actor: Actor
+) -> BulkResult:
     """Add one tag to each of the facts (as fact_update, each audited)."""
-    if not isinstance(tag, str) or not tag.strip() or len(tag.strip()) > 64:
-        raise InvalidInput("tag", "must be 1-64 characters")
-    tag = tag.strip()
     done, skipped = [], {}
-    for fact_id in _bulk_ids(fact_ids):
+    for fact_id in fact_ids:
         try:
             with transaction.atomic():
                 fact = fact_get_for_update(tenant=tenant, fact_id=fact_id)
                 if tag in fact.tags:
                     skipped[fact_id] = "has the tag already"
                     continue
-                fact_update(tenant=tenant, fact_id=fact_id, actor=actor, tags=[*fact.tags, tag])
+                fact_update(
+                    tenant=tenant,
+                    fact_id=fact_id,
+                    changes=FactChanges(tags=(*fact.tags, tag)),
+                    actor=actor,
+                )
         except (InvalidInput, NotFound) as error:
             skipped[fact_id] = getattr(error, "message", "not found")
         else:

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from facts import conflicts, curation, graph, services
+from facts import conflicts, curation, graph, inputs, services
 from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
 from facts.forms import (
     AuditFilterForm,
@@ -42,8 +42,10 @@ from facts.selectors.facts import (
 from memoryadmin.web.charts import neighbourhood_svg
 from memoryadmin.web.forms import apply_errors, query_form
 from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page
+from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import settings_changes
 from tenants.services import audit_export_record, facts_export_record, tenant_update_settings
 
 PAGE_SIZE = 50
@@ -85,12 +87,16 @@ class FactListPage(TenantPage):
         data = form.cleaned_data
         result = recall_search(
             tenant=self.tenant,
-            query=data["q"],
-            k=SEARCH_RESULTS,
-            scope=data["scope"] or None,
-            kind=data["kind"] or None,
-            category=data["category"] or None,
-            min_trust=data["trust_min"] if data["trust_min"] is not None else 0.0,
+            query=recall_query(
+                {
+                    "query": data["q"],
+                    "k": SEARCH_RESULTS,
+                    "scope": data["scope"] or None,
+                    "kind": data["kind"] or None,
+                    "category": data["category"] or None,
+                    "min_trust": data["trust_min"] if data["trust_min"] is not None else 0.0,
+                }
+            ),
         )
         after, before = day_start(data["created_after"]), day_end(data["created_before"])
         hits = [
@@ -224,7 +230,7 @@ class FactBulkAction(WriteAction):
     """Remove the selected facts, or add a tag to them; each change is audited on its own."""
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit() and len(v) < 19]
+        raw_ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit() and len(v) < 19]
         action = request.POST.get("action")
         back = request.POST.get("next") or ""
         if not back.startswith(self.url("facts")):
@@ -232,18 +238,16 @@ class FactBulkAction(WriteAction):
         try:
             if action == "remove":
                 result = services.facts_bulk_remove(
-                    tenant=self.tenant, fact_ids=ids, actor=self.actor
+                    tenant=self.tenant, fact_ids=inputs.bulk_ids(raw_ids), actor=self.actor
                 )
                 text = _("%(n)d facts removed.") % {"n": len(result.done)}
             elif action == "tag":
-                tag = request.POST.get("tag", "")
+                tag = inputs.bulk_tag(request.POST.get("tag", ""))
+                ids = inputs.bulk_ids(raw_ids)
                 result = services.facts_bulk_tag(
                     tenant=self.tenant, fact_ids=ids, tag=tag, actor=self.actor
                 )
-                text = _("Tag %(tag)s added to %(n)d facts.") % {
-                    "tag": tag.strip(),
-                    "n": len(result.done),
-                }
+                text = _("Tag %(tag)s added to %(n)d facts.") % {"tag": tag, "n": len(result.done)}
             else:
                 raise InvalidInput("action", _("choose remove or tag"))
         except InvalidInput as error:
@@ -269,16 +273,8 @@ class FactNewPage(TenantPage):
     def post(self, request: HttpRequest) -> HttpResponse:
         form = FactAddForm(request.POST)
         if form.is_valid():
-            data = form.cleaned_data
             try:
-                added = services.fact_add(
-                    tenant=self.tenant,
-                    content=data["content"],
-                    scope=data["scope"],
-                    category=data["category"],
-                    tags=data["tags"],
-                    actor=self.actor,
-                )
+                added = services.fact_add(tenant=self.tenant, draft=form.draft, actor=self.actor)
             except InvalidInput as error:
                 apply_errors(form, error)
             else:
@@ -370,16 +366,9 @@ class FactEditAction(_FactAction):
     def post(self, request: HttpRequest, fact_id: int) -> HttpResponse:
         form = FactEditForm(request.POST)
         if form.is_valid():
-            data = form.cleaned_data
             try:
                 services.fact_update(
-                    tenant=self.tenant,
-                    fact_id=fact_id,
-                    actor=self.actor,
-                    content=data["content"],
-                    scope=data["scope"],
-                    category=data["category"],
-                    tags=data["tags"],
+                    tenant=self.tenant, fact_id=fact_id, changes=form.changes, actor=self.actor
                 )
             except InvalidInput as error:
                 apply_errors(form, error)
@@ -410,8 +399,9 @@ class FactPinAction(_FactAction):
         pinned = request.POST.get("pinned")
         if pinned not in ("true", "false"):
             return self.refused(fact_id, InvalidInput("pinned", _("Say pin or unpin.")))
+        changes = inputs.FactChanges(pinned=pinned == "true")
         fact = services.fact_update(
-            tenant=self.tenant, fact_id=fact_id, actor=self.actor, pinned=pinned == "true"
+            tenant=self.tenant, fact_id=fact_id, changes=changes, actor=self.actor
         )
         if fact.pinned:
             return self.done(fact_id, _("Pinned: always remembered, never archived."))
@@ -819,10 +809,12 @@ class ConflictSettingsAction(WriteAction):
         try:
             tenant_update_settings(
                 tenant=self.tenant,
-                changes={
-                    "conflict_auto_supersede": int(request.POST.get("auto_supersede") == "on"),
-                    "duplicate_threshold": threshold,
-                },
+                changes=settings_changes(
+                    {
+                        "conflict_auto_supersede": int(request.POST.get("auto_supersede") == "on"),
+                        "duplicate_threshold": threshold,
+                    }
+                ),
                 actor=self.actor,
             )
         except InvalidInput as error:

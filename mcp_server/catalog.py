@@ -13,8 +13,8 @@ SERVER_NAME = "mnemosyne"
 KEY_VARIABLE = "MNEMOSYNE_API_KEY"  # where `mnemosyne mcp` reads the tenant's API key
 CATEGORIES = ["user_pref", "project", "tool", "general"]  # facts.models.Category
 KINDS = ["fact", "turn"]  # facts.models.Kind
-MAX_K = 100  # retrieval.search.MAX_K
-MAX_QUERY_CHARS = 2000  # retrieval.search.MAX_QUERY_CHARS
+MAX_K = 100  # retrieval.inputs.MAX_K (this module loads without Django)
+MAX_QUERY_CHARS = 2000  # retrieval.inputs.MAX_QUERY_CHARS
 
 INSTRUCTIONS = (
     "Mnemosyne is your team's shared long-term memory: curated facts and past conversation "

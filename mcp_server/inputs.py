@@ -1,4 +1,6 @@
 """Tool arguments, parsed once into typed values; a bad one raises InvalidInput naming it.
+The reading of each argument is `facts.inputs.ToolArguments`, shared with the Hermes agent
+tools; the values a fact may hold are checked by `facts.inputs` when the tool stores them.
 
 Models send numbers as text ("5") or as 5.0 now and then: both are taken. Everything else
 that the tool's JSON schema does not allow is refused with the argument's name, so a model can
@@ -10,104 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from facts.inputs import MAX_CONTENT_CHARS, MAX_SCOPE_CHARS, ToolArguments
 from mcp_server.catalog import CATEGORIES, KINDS, MAX_K, MAX_QUERY_CHARS, ToolSpec
 from tenants.errors import InvalidInput
 
-MAX_ID = 2**63 - 1  # bigint
 
-
-class Arguments:
-    """One call's arguments, read by name; unknown names are refused up front."""
+class Arguments(ToolArguments):
+    """One call's arguments, read by name; names the tool does not take are refused up front."""
 
     def __init__(self, spec: ToolSpec, raw: Any) -> None:
-        if raw is None:
-            raw = {}
-        if not isinstance(raw, dict):
-            raise InvalidInput("arguments", "must be a JSON object")
-        unknown = sorted(set(raw) - set(spec.properties))
-        if unknown:
-            known = ", ".join(spec.properties) or "none"
-            raise InvalidInput(unknown[0], f"is not an argument of {spec.name} (it takes {known})")
-        self.raw = raw
-
-    def given(self, name: str) -> Any:
-        value = self.raw.get(name)
-        return None if value is None or (isinstance(value, str) and not value.strip()) else value
-
-    def text(self, name: str, *, limit: int, required: bool = False) -> str | None:
-        value = self.given(name)
-        if value is None:
-            if required:
-                raise InvalidInput(name, "is required")
-            return None
-        if not isinstance(value, str):
-            raise InvalidInput(name, "must be text")
-        if len(value) > limit:
-            raise InvalidInput(name, f"is longer than {limit} characters")
-        return value.strip()
-
-    def whole(self, name: str, *, low: int, high: int, default: int | None = None) -> int:
-        value = self.given(name)
-        if value is None:
-            if default is None:
-                raise InvalidInput(name, "is required")
-            return default
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            value = int(value)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidInput(name, "must be a whole number")
-        if not low <= value <= high:
-            raise InvalidInput(name, f"must be from {low} to {high}")
-        return value
-
-    def optional_whole(self, name: str, *, low: int, high: int) -> int | None:
-        if self.given(name) is None:
-            return None
-        return self.whole(name, low=low, high=high)
-
-    def number(self, name: str, *, low: float, high: float) -> float | None:
-        value = self.given(name)
-        if value is None:
-            return None
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise InvalidInput(name, "must be a number") from None
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-            raise InvalidInput(name, "must be a number")
-        if not low <= value <= high:
-            raise InvalidInput(name, f"must be from {low:g} to {high:g}")
-        return float(value)
-
-    def flag(self, name: str) -> bool:
-        value = self.raw.get(name)
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        if not isinstance(value, bool):
-            raise InvalidInput(name, "is required: true or false")
-        return value
-
-    def choice(self, name: str, allowed: list[str]) -> str | None:
-        value = self.given(name)
-        if value is not None and value not in allowed:
-            raise InvalidInput(name, f"must be one of {', '.join(allowed)}")
-        return value
-
-    def tags(self, name: str) -> list[str] | None:
-        value = self.raw.get(name)
-        if value is None:
-            return None
-        if isinstance(value, str):  # "a, b" from a model that forgot it is a list
-            value = value.split(",")
-        if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
-            raise InvalidInput(name, "must be a list of text")
-        return value
-
-    def has(self, name: str) -> bool:
-        return name in self.raw and self.raw[name] is not None
+        super().__init__(raw, known=spec.properties, tool=spec.name)
 
 
 # -- one typed value per tool --------------------------------------------------------------------
@@ -174,13 +88,13 @@ class FactIdArgs:
 
 
 def fact_id(args: Arguments) -> int:
-    return args.whole("fact_id", low=1, high=MAX_ID)
+    return args.fact_id()
 
 
 def search_args(args: Arguments) -> SearchArgs:
     return SearchArgs(
         query=args.text("query", limit=MAX_QUERY_CHARS, required=True) or "",
-        scope=args.text("scope", limit=255),
+        scope=args.text("scope", limit=MAX_SCOPE_CHARS),
         kind=args.choice("kind", KINDS),
         k=args.whole("k", low=1, high=MAX_K, default=10),
         category=args.choice("category", CATEGORIES),
@@ -191,7 +105,7 @@ def search_args(args: Arguments) -> SearchArgs:
 def context_args(args: Arguments) -> ContextArgs:
     return ContextArgs(
         task=args.text("task", limit=MAX_QUERY_CHARS),
-        scope=args.text("scope", limit=255),
+        scope=args.text("scope", limit=MAX_SCOPE_CHARS),
         budget=args.optional_whole("budget", low=50, high=32000),
     )
 
@@ -199,7 +113,7 @@ def context_args(args: Arguments) -> ContextArgs:
 def entity_args(args: Arguments) -> EntityArgs:
     return EntityArgs(
         entity=args.text("entity", limit=200, required=True) or "",
-        scope=args.text("scope", limit=255),
+        scope=args.text("scope", limit=MAX_SCOPE_CHARS),
         kind=args.choice("kind", KINDS),
         limit=args.whole("limit", low=1, high=MAX_K, default=10),
     )
@@ -207,7 +121,7 @@ def entity_args(args: Arguments) -> EntityArgs:
 
 def recent_args(args: Arguments) -> RecentArgs:
     return RecentArgs(
-        scope=args.text("scope", limit=255),
+        scope=args.text("scope", limit=MAX_SCOPE_CHARS),
         kind=args.choice("kind", KINDS) or "fact",
         category=args.choice("category", CATEGORIES),
         limit=args.whole("limit", low=1, high=MAX_K, default=20),
@@ -217,8 +131,8 @@ def recent_args(args: Arguments) -> RecentArgs:
 
 def store_args(args: Arguments) -> StoreArgs:
     return StoreArgs(
-        content=args.text("content", limit=16384, required=True) or "",
-        scope=args.text("scope", limit=255),
+        content=args.text("content", limit=MAX_CONTENT_CHARS, required=True) or "",
+        scope=args.text("scope", limit=MAX_SCOPE_CHARS),
         category=args.choice("category", CATEGORIES),
         tags=args.tags("tags"),
         pinned=args.flag("pin") if args.has("pin") else False,
@@ -233,9 +147,9 @@ def update_args(args: Arguments) -> UpdateArgs:
     ident = fact_id(args)
     changes: dict[str, Any] = {}
     if args.has("content"):
-        changes["content"] = args.text("content", limit=16384, required=True)
+        changes["content"] = args.text("content", limit=MAX_CONTENT_CHARS, required=True)
     if args.has("scope"):
-        changes["scope"] = args.text("scope", limit=255) or ""
+        changes["scope"] = args.text("scope", limit=MAX_SCOPE_CHARS) or ""
     if args.has("category"):
         changes["category"] = args.choice("category", CATEGORIES)
     if args.has("tags"):

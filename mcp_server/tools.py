@@ -18,12 +18,14 @@ from typing import Any
 from django.db import InterfaceError, OperationalError
 
 from facts.graph import entity_facts, entity_related
+from facts.inputs import MAX_ID, clean_scope, fact_changes, fact_draft
 from facts.models import Fact, Kind
 from facts.selectors.facts import fact_get, fact_list
-from facts.services import clean_scope, fact_add, fact_feedback, fact_remove, fact_update
+from facts.services import fact_add, fact_feedback, fact_remove, fact_update
 from mcp_server import catalog, inputs
 from mcp_server.catalog import ToolSpec
 from retrieval.context import context_cached, retrievals_record
+from retrieval.inputs import recall_query
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from tenants.actors import Actor
@@ -134,12 +136,16 @@ def _search(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
 def _recall(binding: Binding, given: inputs.SearchArgs) -> dict[str, Any]:
     result = recall_search(
         tenant=binding.tenant,
-        query=given.query,
-        k=given.k,
-        scope=_scope(binding, given.scope),
-        kind=given.kind,
-        category=given.category,
-        min_trust=given.min_trust,
+        query=recall_query(
+            {
+                "query": given.query,
+                "k": given.k,
+                "scope": _scope(binding, given.scope),
+                "kind": given.kind,
+                "category": given.category,
+                "min_trust": given.min_trust,
+            }
+        ),
     )
     # An agent was shown these: they count as retrieved, and the wait goes on the dashboard.
     retrievals_record(tenant=binding.tenant, fact_ids=[hit.fact.pk for hit in result.hits])
@@ -206,11 +212,15 @@ def _store(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     result = fact_add(
         tenant=binding.tenant,
         actor=binding.actor,
-        content=given.content,
-        scope=_scope(binding, given.scope),
-        category=given.category,
-        tags=given.tags,
-        pinned=given.pinned,
+        draft=fact_draft(
+            {
+                "content": given.content,
+                "scope": _scope(binding, given.scope),
+                "category": given.category,
+                "tags": given.tags,
+                "pinned": given.pinned,
+            }
+        ),
     )
     return {"fact_id": result.fact.pk, "status": result.status, "scope": result.fact.scope}
 
@@ -233,7 +243,12 @@ def _update(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
         if not scope_within(moved, binding.scope):
             raise InvalidInput("scope", f"is outside this API key's scope {binding.scope!r}")
         changes["scope"] = moved
-    fact = fact_update(tenant=binding.tenant, fact_id=given.fact_id, actor=binding.actor, **changes)
+    fact = fact_update(
+        tenant=binding.tenant,
+        fact_id=given.fact_id,
+        actor=binding.actor,
+        changes=fact_changes({**changes}),
+    )
     return {"fact_id": fact.pk, "updated": True, "fact": fact_json(fact)}
 
 
@@ -322,7 +337,7 @@ def fact_document(binding: Binding, fact_id: str) -> Document:
         ident = int(fact_id)
     except ValueError:
         raise NotFound("fact", fact_id) from None
-    if not 0 < ident <= inputs.MAX_ID:
+    if not 0 < ident <= MAX_ID:
         raise NotFound("fact", fact_id)
     fact = _visible(binding, ident)
     row = fact_json(

@@ -35,6 +35,7 @@ from retrieval.latency import recall_latency_series
 from retrieval.vectors import embedding_target_model
 from tenants.actors import Actor
 from tenants.errors import InvalidInput
+from tenants.inputs import tenant_draft
 from tenants.selectors import tenants_for_user
 from tenants.services import tenant_create
 
@@ -125,7 +126,9 @@ def tenant_new(request: HttpRequest) -> HttpResponse:
     form = TenantForm(request.POST)
     if form.is_valid():
         try:
-            tenant = tenant_create(actor=Actor.user(request.user), **form.cleaned_data)
+            tenant = tenant_create(
+                actor=Actor.user(request.user), draft=tenant_draft({**form.cleaned_data})
+            )
         except InvalidInput as error:
             apply_errors(form, error)
         else:

@@ -12,8 +12,9 @@ from facts.models import Category, Kind
 from memoryadmin.api.base import Need, TenantViewSet
 from memoryadmin.api.strict import StrictSerializer
 from retrieval.context import context_cached, retrievals_record
+from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query
 from retrieval.latency import recall_latency_note
-from retrieval.search import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_search
+from retrieval.search import recall_search
 
 
 class RecallIn(StrictSerializer):
@@ -136,7 +137,7 @@ class RecallViewSet(TenantViewSet):
         data.is_valid(raise_exception=True)
         options = dict(data.validated_data)
         explain = options.pop("explain")
-        result = recall_search(tenant=self.tenant, **options)
+        result = recall_search(tenant=self.tenant, query=recall_query({**options}))
         # One serializer for every fact: DRF copies a serializer's fields each time one is
         # made, which per hit was a third of a recall's time in the web process.
         facts = FactOut([hit.fact for hit in result.hits], many=True).data

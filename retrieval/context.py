@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from facts.models import Fact, Kind, Status
+from retrieval.inputs import recall_query
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
@@ -147,7 +148,10 @@ def context_build(
             levels["important"] = room.take(lines, "## Known facts", top, share)
             seen.update(levels["important"])
         if query:
-            hits = recall_search(tenant=tenant, query=query, k=RECALL_RESULTS, scope=prefix)
+            hits = recall_search(
+                tenant=tenant,
+                query=recall_query({"query": query, "k": RECALL_RESULTS, "scope": prefix}),
+            )
             timings["recall"] = hits.timings_ms["total"]
             if "embed_query" in hits.timings_ms:
                 timings["embed_query"] = hits.timings_ms["embed_query"]

@@ -10,13 +10,14 @@ simply ranked below the k shown. recall_search itself is not changed.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from facts.models import Fact, Status
 from retrieval import sql
-from retrieval.search import MAX_K, recall_search
+from retrieval.inputs import MAX_K, RecallQuery
+from retrieval.search import recall_search
 from retrieval.text import analyze
 from tenants.models import Tenant
 from tenants.scope import scope_within, tenant_scope
@@ -47,19 +48,17 @@ def _in_scope(fact_scope: str, prefix: str) -> bool:
 def recall_left_out(
     *,
     tenant: Tenant,
-    query: str,
+    query: RecallQuery,
     shown: Collection[int],
-    scope: str | None = None,
-    kind: str | None = None,
-    category: str | None = None,
-    min_trust: float | None = None,
-    channels: Sequence[str] | None = None,
     limit: int = 20,
 ) -> list[LeftOut]:
-    """Facts the query matches that recall (with these filters) did not return, and why."""
-    floor = float(tenant.setting("min_trust") if min_trust is None else min_trust)
-    prefix = (scope or "").strip().strip("/")
-    relaxed = recall_search(tenant=tenant, query=query, k=MAX_K, min_trust=0.0, channels=channels)
+    """Facts the query matches that recall (with its filters) did not return, and why."""
+    floor = float(tenant.setting("min_trust") if query.min_trust is None else query.min_trust)
+    prefix, kind, category = query.scope, query.kind, query.category
+    relaxed = recall_search(
+        tenant=tenant,
+        query=RecallQuery(text=query.text, k=MAX_K, min_trust=0.0, channels=query.channels),
+    )
     filtered: list[LeftOut] = []
     outranked: list[LeftOut] = []
     for hit in relaxed.hits:
@@ -80,7 +79,7 @@ def recall_left_out(
     found = filtered[:limit] + outranked[: min(MAX_RANKED_BELOW, max(0, limit - len(filtered)))]
     room = limit - len(found)
     if room > 0:
-        analyzed = analyze(query)
+        analyzed = analyze(query.text)
         with tenant_scope(tenant) as tenant_id:
             ids = sql.inactive_matches(
                 tenant_id=tenant_id, latin=analyzed.latin, han=analyzed.han, limit=room

@@ -12,7 +12,7 @@ import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import combinations
@@ -21,23 +21,20 @@ from typing import Any, NamedTuple
 from django.utils import timezone
 
 from facts.entities import entities_found, entity_dictionary, entity_extractor, entity_normalize
-from facts.models import Category, Fact, Kind
+from facts.models import Fact, Kind
 from retrieval import sql
 from retrieval.embedders import EmbedderError
+from retrieval.inputs import CHANNELS, RecallQuery
 from retrieval.language import LANGUAGES, language_means, query_without_language, text_language
 from retrieval.stats import corpus_stats
 from retrieval.text import analyze
 from retrieval.vectors import embedder_for, serving_space
-from tenants.errors import InvalidInput
 from tenants.models import Tenant
-from tenants.scope import scope_path, tenant_scope
+from tenants.scope import tenant_scope
 
 logger = logging.getLogger(__name__)
 
-CHANNELS = ("fts", "vec", "entity")
 CANDIDATES = 100
-MAX_QUERY_CHARS = 2000
-MAX_K = 100
 # Conversation-aware scoring of turns (measured on LoCoMo dev; see README).
 NEIGHBOUR_SHARE = 0.45
 SESSION_SHARE = 0.15
@@ -98,20 +95,6 @@ class _Candidate(NamedTuple):
     trust_score: float
     created_at: datetime
     han: bool  # Chinese (retrieval.language)
-
-
-def _clean_query(query: Any) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("query", "must be non-empty text")
-    return query.strip()[:MAX_QUERY_CHARS]
-
-
-def _clean_channels(channels: Iterable[str] | None) -> tuple[str, ...]:
-    chosen = tuple(channels) if channels is not None else CHANNELS
-    unknown = [c for c in chosen if c not in CHANNELS]
-    if unknown or not chosen:
-        raise InvalidInput("channels", f"choose from {', '.join(CHANNELS)}")
-    return chosen
 
 
 def _minmax(scores: dict[Any, float]) -> dict[Any, float]:
@@ -463,49 +446,29 @@ def _gather(
     return Gathered(query=query, candidates=candidates, normalised=normalised)
 
 
-def recall_gather(*, tenant: Tenant, query: Any, channels: Sequence[str] | None = None) -> Gathered:
-    """The channels' results for `query` over `tenant`'s active facts, unfused (for
-    benchmarks that rank them under several weights)."""
-    query = _clean_query(query)
-    chosen = _clean_channels(channels)
+def recall_gather(*, tenant: Tenant, query: RecallQuery) -> Gathered:
+    """The channels' results for `query` over `tenant`'s active facts, unfused and unfiltered
+    (for benchmarks that rank them under several weights)."""
+    chosen = query.channels or CHANNELS
     with tenant_scope(tenant) as tenant_id:
-        return _gather(tenant, tenant_id, query, chosen, sql.Filters(), {})
+        return _gather(tenant, tenant_id, query.text, chosen, sql.Filters(), {})
 
 
 def recall_search(
-    *,
-    tenant: Tenant,
-    query: Any,
-    k: int = 10,
-    scope: str | None = None,
-    kind: str | None = None,
-    category: str | None = None,
-    min_trust: float | None = None,
-    channels: Sequence[str] | None = None,
-    half_life_days: float | None = None,
-    now: datetime | None = None,
+    *, tenant: Tenant, query: RecallQuery, now: datetime | None = None
 ) -> RecallResult:
     """The k best active facts of `tenant` for `query`, each able to explain its score."""
-    query = _clean_query(query)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InvalidInput("k", f"must be a whole number from 1 to {MAX_K}")
-    if kind is not None and kind not in Kind.values:
-        raise InvalidInput("kind", f"must be one of {', '.join(Kind.values)}")
-    if category is not None and category not in Category.values:
-        raise InvalidInput("category", f"must be one of {', '.join(Category.values)}")
-    chosen = _clean_channels(channels)
+    channels = query.channels
+    chosen = channels or CHANNELS
     if channels is None:
         # By default a channel the tenant weighs at 0 is not even asked.
         chosen = tuple(c for c in chosen if tenant.setting(f"weight_{c}") > 0) or chosen
-    floor = tenant.setting("min_trust") if min_trust is None else min_trust
-    if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1:
-        raise InvalidInput("min_trust", "must be a number from 0 to 1")
-    half_life = tenant.setting("half_life_days") if half_life_days is None else half_life_days
+    floor = tenant.setting("min_trust") if query.min_trust is None else query.min_trust
+    half_life = (
+        tenant.setting("half_life_days") if query.half_life_days is None else query.half_life_days
+    )
     filters = sql.Filters(
-        scope_prefix=scope_path(scope),
-        kind=kind,
-        category=category,
-        min_trust=float(floor),
+        scope_prefix=query.scope, kind=query.kind, category=query.category, min_trust=float(floor)
     )
     # A channel asked for by name counts even where the tenant weighs it at 0.
     weights = {
@@ -515,9 +478,9 @@ def recall_search(
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with tenant_scope(tenant) as tenant_id:
-        gathered = _gather(tenant, tenant_id, query, chosen, filters, timings)
+        gathered = _gather(tenant, tenant_id, query.text, chosen, filters, timings)
         scored = recall_rank(gathered, weights=weights, half_life_days=half_life, now=now)
-        best = scored[:k]
+        best = scored[: query.k]
         facts = (
             Fact.objects.for_tenant(tenant)
             .filter(pk__in=[fid for _, fid, _ in best])

@@ -15,7 +15,8 @@ from memoryadmin.web.forms import query_form
 from memoryadmin.web.pages import TenantPage, tenant_page
 from retrieval import explain
 from retrieval.context import context_build
-from retrieval.search import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_search
+from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, RecallQuery, recall_query
+from retrieval.search import recall_search
 
 CHANNEL_LABELS = {
     "fts": gettext_lazy("full text"),
@@ -72,13 +73,18 @@ class RecallForm(forms.Form):
     )
 
 
-def _filters(data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "scope": data["scope"] or None,
-        "kind": data["kind"] or None,
-        "category": data["category"] or None,
-        "min_trust": data["min_trust"],
-    }
+def _query(data: dict[str, Any], text: str) -> RecallQuery:
+    return recall_query(
+        {
+            "query": text,
+            "k": data["k"] or 10,
+            "channels": data["channels"] or None,
+            "scope": data["scope"] or None,
+            "kind": data["kind"] or None,
+            "category": data["category"] or None,
+            "min_trust": data["min_trust"],
+        }
+    )
 
 
 def _panel(view: TenantPage, request: HttpRequest, template: str, context: dict) -> HttpResponse:
@@ -106,9 +112,7 @@ class RecallPlaygroundPage(TenantPage):
             return self.render("web/recall.html", context)
         tenant = self.tenant
         channels = data["channels"] or None
-        result = recall_search(
-            tenant=tenant, query=query, k=data["k"] or 10, channels=channels, **_filters(data)
-        )
+        result = recall_search(tenant=tenant, query=_query(data, query))
         floor = tenant.setting("min_trust") if data["min_trust"] is None else data["min_trust"]
         used = list(result.hits[0].channels) if result.hits else list(channels or CHANNELS)
         query_string = request.GET.copy()
@@ -138,11 +142,7 @@ class RecallLeftOutPanel(TenantPage):
             return _panel(self, request, "web/_recall_left_out.html", {"left_out": []})
         shown = {int(p) for p in request.GET.get("shown", "").split(",") if p.isdigit()}
         left_out = explain.recall_left_out(
-            tenant=self.tenant,
-            query=data["q"].strip(),
-            shown=shown,
-            channels=data["channels"] or None,
-            **_filters(data),
+            tenant=self.tenant, query=_query(data, data["q"].strip()), shown=shown
         )
         rows = [(entry, [(r.code, reason_text(r)) for r in entry.reasons]) for entry in left_out]
         return _panel(self, request, "web/_recall_left_out.html", {"left_out": rows})

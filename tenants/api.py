@@ -17,6 +17,7 @@ from memoryadmin.api.strict import StrictSerializer, validated
 from tenants import selectors, services
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import retention_changes, retention_range, settings_changes, tenant_draft
 from tenants.models import (
     DEFAULT_TENANT_SETTINGS,
     ApiKey,
@@ -150,32 +151,32 @@ class RetentionOut(serializers.Serializer):
 
 class RetentionIn(StrictSerializer):
     archive_after_days_unretrieved = serializers.IntegerField(
-        **services.retention_range("archive_after_days_unretrieved"),
+        **retention_range("archive_after_days_unretrieved"),
         allow_null=True,
         required=False,
         help_text=_RETENTION_HELP["archive_after_days_unretrieved"] + "; null: never",
     )
     archive_below_trust = serializers.FloatField(
-        **services.retention_range("archive_below_trust"),
+        **retention_range("archive_below_trust"),
         allow_null=True,
         required=False,
         help_text=_RETENTION_HELP["archive_below_trust"] + "; null: never",
     )
     max_active_facts = serializers.IntegerField(
-        **services.retention_range("max_active_facts"),
+        **retention_range("max_active_facts"),
         allow_null=True,
         required=False,
         help_text=_RETENTION_HELP["max_active_facts"] + "; null: no limit",
     )
     purge_archived_after_days = serializers.IntegerField(
-        **services.retention_range("purge_archived_after_days"),
+        **retention_range("purge_archived_after_days"),
         allow_null=True,
         required=False,
         help_text=_RETENTION_HELP["purge_archived_after_days"] + "; null: never",
     )
     legal_hold = serializers.BooleanField(required=False)
     run_every_hours = serializers.IntegerField(
-        **services.retention_range("run_every_hours"), required=False,
+        **retention_range("run_every_hours"), required=False,
         help_text="how often beat runs the policy (1 to 720 hours; default 24)",
     )  # fmt: skip
 
@@ -249,7 +250,9 @@ class TenantListView(APIView):
         if isinstance(request.auth, ApiKey) or not request.user.is_superuser:
             raise exceptions.PermissionDenied("only superusers create tenants")
         data = validated(TenantCreateIn, request.data)
-        tenant = services.tenant_create(actor=Actor.user(request.user), **data)
+        tenant = services.tenant_create(
+            actor=Actor.user(request.user), draft=tenant_draft({**data})
+        )
         return Response(_tenant_data(tenant, "admin"), status=status.HTTP_201_CREATED)
 
 
@@ -284,7 +287,7 @@ class TenantDetailViewSet(TenantViewSet):
     def partial_update(self, request: Request, tenant: str | None = None) -> Response:
         data = validated(TenantUpdateIn, request.data)
         updated = services.tenant_update_settings(
-            tenant=self.tenant, changes=data["settings"], actor=self.actor
+            tenant=self.tenant, changes=settings_changes(data["settings"]), actor=self.actor
         )
         return Response(_tenant_data(updated, self.access.role))
 
@@ -646,7 +649,7 @@ class RetentionViewSet(TenantViewSet):
     def partial_update(self, request: Request, tenant: str | None = None) -> Response:
         changes = validated(RetentionIn, request.data)
         policy = services.retention_policy_update(
-            tenant=self.tenant, actor=self.actor, changes=changes
+            tenant=self.tenant, actor=self.actor, changes=retention_changes(changes)
         )
         return Response(_policy_data(policy))
 

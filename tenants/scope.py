@@ -92,7 +92,7 @@ def tenant_scope(tenant: TenantRef | int) -> Iterator[int]:
 # `memoryadmin.security.ScopeLimitMiddleware` lifts it when the request ends. Three places that
 # every surface reaches honour it: the
 # tenant-owned manager narrows every ORM query of a model with a `scope` column, recall's SQL
-# filters add the same condition, and `facts.services.clean_scope` refuses (or fills in) the
+# filters add the same condition, and `facts.inputs.clean_scope` refuses (or fills in) the
 # scope of anything written. Scopes are paths: `a:b` covers `a:b` and `a:b/...`, never `a:b2`.
 
 _scope_limit: contextvars.ContextVar[str] = contextvars.ContextVar("scope_limit", default="")

@@ -11,7 +11,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypedDict, overload
+from typing import Any
 
 from django.conf import settings as django_settings
 from django.contrib.auth.models import AbstractBaseUser, User
@@ -21,6 +21,8 @@ from django.utils import timezone
 from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import RetentionChanges, SettingsChanges, TenantDraft
+from tenants.inputs import retention_changes_validate as retention_changes_validate  # the preview
 from tenants.models import (
     DEFAULT_TENANT_SETTINGS,
     ApiKey,
@@ -35,24 +37,9 @@ from tenants.models import (
 )
 from tenants.scope import scope_limit_set, tenant_scope
 
-SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 API_KEY_SCOPES = ("read", "write")
 KEY_PREFIX = "mnm"
 _LAST_USED_EVERY = timedelta(seconds=60)
-
-# Bounds of each tenant setting: (minimum, maximum, integer?)
-_SETTING_BOUNDS: dict[str, tuple[float, float, bool]] = {
-    "weight_fts": (0.0, 100.0, False),
-    "weight_vec": (0.0, 100.0, False),
-    "weight_entity": (0.0, 100.0, False),
-    "default_trust": (0.0, 1.0, False),
-    "min_trust": (0.0, 1.0, False),
-    "half_life_days": (0.0, 36500.0, False),  # 0: no temporal decay
-    "token_budget": (100, 32000, True),
-    "prefetch_ttl_s": (0, 86400, True),
-    "duplicate_threshold": (0.5, 1.0, False),
-    "conflict_auto_supersede": (0, 1, True),
-}
 
 
 def _event(tenant: Tenant, action: str, actor: Actor, target: str = "", **values: Any) -> None:
@@ -69,41 +56,14 @@ def _event(tenant: Tenant, action: str, actor: Actor, target: str = "", **values
 # -- tenants ----------------------------------------------------------------------------------
 
 
-def _validated_settings(changes: dict[str, Any]) -> dict[str, float | int]:
-    if not isinstance(changes, dict):
-        raise InvalidInput("settings", "must be an object of setting: value")
-    clean: dict[str, float | int] = {}
-    for key, value in changes.items():
-        if key not in _SETTING_BOUNDS:
-            known = ", ".join(sorted(_SETTING_BOUNDS))
-            raise InvalidInput(f"settings.{key}", f"unknown setting (known: {known})")
-        low, high, integer = _SETTING_BOUNDS[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InvalidInput(f"settings.{key}", "must be a number")
-        if integer and value != int(value):
-            raise InvalidInput(f"settings.{key}", "must be a whole number")
-        if not low <= value <= high:
-            raise InvalidInput(f"settings.{key}", f"must be between {low:g} and {high:g}")
-        clean[key] = int(value) if integer else float(value)
-    return clean
-
-
 def _check_weights(effective: dict[str, float | int]) -> None:
     if effective["weight_fts"] + effective["weight_vec"] + effective["weight_entity"] <= 0:
         raise InvalidInput("settings", "at least one of the fusion weights must be above 0")
 
 
 @transaction.atomic
-def tenant_create(
-    *, slug: str, name: str, actor: Actor, settings: dict[str, Any] | None = None
-) -> Tenant:
-    slug = (slug or "").strip().lower()
-    if not SLUG_RE.match(slug):
-        raise InvalidInput("slug", "use 1-63 lowercase letters, digits and inner hyphens")
-    name = (name or "").strip()
-    if not name or len(name) > 200:
-        raise InvalidInput("name", "must be 1-200 characters")
-    clean = _validated_settings(settings or {})
+def tenant_create(*, draft: TenantDraft, actor: Actor) -> Tenant:
+    slug, name, clean = draft.slug, draft.name, dict(draft.settings.values)
     _check_weights({**DEFAULT_TENANT_SETTINGS, **clean})
     try:
         with transaction.atomic():
@@ -117,8 +77,8 @@ def tenant_create(
 
 
 @transaction.atomic
-def tenant_update_settings(*, tenant: Tenant, changes: dict[str, Any], actor: Actor) -> Tenant:
-    clean = _validated_settings(changes)
+def tenant_update_settings(*, tenant: Tenant, changes: SettingsChanges, actor: Actor) -> Tenant:
+    clean = dict(changes.values)
     with transaction.atomic():
         locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
         before = locked.effective_settings
@@ -411,7 +371,7 @@ class CreatedApiKey:
 def _clean_key_scope_prefix(scope_prefix: str | None) -> str:
     if not scope_prefix:
         return ""
-    from facts.services import clean_scope  # scopes are facts' paths; one rule for them
+    from tenants.inputs import clean_scope
 
     return clean_scope(scope_prefix)
 
@@ -585,78 +545,12 @@ def apikey_revoke(*, tenant: Tenant, key_id: int, actor: Actor) -> ApiKey:
 
 # -- retention --------------------------------------------------------------------------------
 
-# Each retention limit's range and whether it is a whole number: the API and the pages take
-# theirs from here.
-RETENTION_LIMITS: dict[str, tuple[float, float, bool]] = {
-    "archive_after_days_unretrieved": (1, 36500, True),
-    "archive_below_trust": (0.0, 1.0, False),
-    "max_active_facts": (1, 1_000_000_000, True),
-    "purge_archived_after_days": (1, 36500, True),
-    "run_every_hours": (1, 720, True),
-}
-
-
-class WholeRange(TypedDict):
-    min_value: int
-    max_value: int
-
-
-class FractionRange(TypedDict):
-    min_value: float
-    max_value: float
-
-
-@overload
-def retention_range(
-    field: Literal[
-        "archive_after_days_unretrieved",
-        "max_active_facts",
-        "purge_archived_after_days",
-        "run_every_hours",
-    ],
-) -> WholeRange: ...
-@overload
-def retention_range(field: Literal["archive_below_trust"]) -> FractionRange: ...
-def retention_range(field: str) -> WholeRange | FractionRange:
-    """min_value / max_value of a retention limit, for the API's and the pages' fields."""
-    low, high, integer = RETENTION_LIMITS[field]
-    if integer:
-        return {"min_value": int(low), "max_value": int(high)}
-    return {"min_value": low, "max_value": high}
-
-
-def retention_changes_validate(changes: Any) -> dict[str, Any]:
-    """The checked changes to a retention policy (shared by the update and its preview)."""
-    if not isinstance(changes, dict) or not changes:
-        raise InvalidInput("retention", "name at least one field to change")
-    for field, value in changes.items():
-        if field == "legal_hold":
-            if not isinstance(value, bool):
-                raise InvalidInput(field, "must be true or false")
-            continue
-        if field not in RETENTION_LIMITS:
-            raise InvalidInput(field, "unknown retention field")
-        if value is None and field == "run_every_hours":
-            raise InvalidInput(field, "must be a whole number of hours from 1 to 720")
-        if value is None:
-            continue
-        low, high, integer = RETENTION_LIMITS[field]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InvalidInput(field, "must be a number or null")
-        if (integer and value != int(value)) or not low <= value <= high:
-            if integer:
-                raise InvalidInput(
-                    field, f"must be a whole number between {low:g} and {high:g}, or null"
-                )
-            raise InvalidInput(field, f"must be a number between {low:g} and {high:g}, or null")
-    return changes
-
 
 def retention_policy_update(
-    *, tenant: Tenant, actor: Actor, changes: dict[str, Any]
+    *, tenant: Tenant, actor: Actor, changes: RetentionChanges
 ) -> RetentionPolicy:
     """Change some limits (None clears one) and/or `legal_hold`."""
-    changes = retention_changes_validate(changes)
+    values = changes.values
     with tenant_scope(tenant):
         policy: RetentionPolicy
         policy, _ = (
@@ -664,11 +558,11 @@ def retention_policy_update(
             .select_for_update()
             .get_or_create(tenant=tenant)
         )
-        before = {field: getattr(policy, field) for field in changes}
-        for field, value in changes.items():
+        before = {field: getattr(policy, field) for field in values}
+        for field, value in values.items():
             setattr(policy, field, value)
         policy.save()
-        _event(tenant, "retention_update", actor, before=before, after=dict(changes))
+        _event(tenant, "retention_update", actor, before=before, after=dict(values))
         return policy
 
 

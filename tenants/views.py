@@ -19,9 +19,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from facts.inputs import clean_scope
 from facts.retention import retention_dry_run, retention_run_start, retention_schedule
 from facts.selectors.retention import retention_preview
-from facts.services import clean_scope
 from mcp_server import clients
 from memoryadmin.web.forms import apply_errors
 from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page, tenant_url
@@ -37,6 +37,7 @@ from tenants.forms import (
     RetentionForm,
     RoleForm,
 )
+from tenants.inputs import retention_changes
 from tenants.models import ApiKey, RetentionPolicy
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class RetentionPage(TenantPage):
         if form.is_valid():
             try:
                 services.retention_policy_update(
-                    tenant=self.tenant, actor=self.actor, changes=form.changes()
+                    tenant=self.tenant, actor=self.actor, changes=retention_changes(form.changes())
                 )
             except InvalidInput as error:
                 apply_errors(form, error)

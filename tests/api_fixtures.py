@@ -9,6 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from facts import services as fact_services
+from facts.inputs import fact_draft
 from facts.models import Conflict, DictionaryEntry, Entity, Fact
 from tenants import services as tenant_services
 from tenants.scope import tenant_scope
@@ -52,10 +53,21 @@ def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings
     facts = {}
     for t in (tenant, other_tenant):
         facts[t.slug] = fact_services.fact_add(
-            tenant=t, content=f"Alice drinks green tea at {t.name}", actor=system_actor,
-            scope="user:alice", category="user_pref",
-        ).fact  # fmt: skip
-        fact_services.fact_add(tenant=t, content="Bob is allergic to peanuts", actor=system_actor)
+            tenant=t,
+            actor=system_actor,
+            draft=fact_draft(
+                {
+                    "content": f"Alice drinks green tea at {t.name}",
+                    "scope": "user:alice",
+                    "category": "user_pref",
+                }
+            ),
+        ).fact
+        fact_services.fact_add(
+            tenant=t,
+            actor=system_actor,
+            draft=fact_draft({"content": "Bob is allergic to peanuts"}),
+        )
     keys = {
         "write": tenant_services.apikey_create(tenant=tenant, name="hermes", actor=system_actor),
         "read": tenant_services.apikey_create(

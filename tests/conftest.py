@@ -75,16 +75,20 @@ def system_actor():
 
 @pytest.fixture
 def tenant(db, system_actor):
+    from tenants.inputs import tenant_draft
     from tenants.services import tenant_create
 
-    return tenant_create(slug="acme", name="Acme", actor=system_actor)
+    return tenant_create(actor=system_actor, draft=tenant_draft({"slug": "acme", "name": "Acme"}))
 
 
 @pytest.fixture
 def other_tenant(db, system_actor):
+    from tenants.inputs import tenant_draft
     from tenants.services import tenant_create
 
-    return tenant_create(slug="globex", name="Globex", actor=system_actor)
+    return tenant_create(
+        actor=system_actor, draft=tenant_draft({"slug": "globex", "name": "Globex"})
+    )
 
 
 def _member(username: str, tenant, role: str, actor):

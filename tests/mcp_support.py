@@ -106,6 +106,7 @@ class Team:
 
 @pytest.fixture
 def mcp_team(tenant, other_tenant, system_actor, eager_tasks) -> Team:
+    from facts.inputs import fact_draft
     from facts.services import fact_add
     from tenants.services import apikey_create, apikey_revoke
 
@@ -114,7 +115,9 @@ def mcp_team(tenant, other_tenant, system_actor, eager_tasks) -> Team:
     revoked = apikey_create(tenant=tenant, name="old", actor=system_actor)
     apikey_revoke(tenant=tenant, key_id=revoked.key.pk, actor=system_actor)
     other = fact_add(
-        tenant=other_tenant, content="Globex deploys on Fridays at noon", actor=system_actor
+        tenant=other_tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Globex deploys on Fridays at noon"}),
     )
     other_key = apikey_create(tenant=other_tenant, name="globex-agent", actor=system_actor)
     return Team(

@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 
 from facts import services as fact_services
+from facts.inputs import fact_changes, fact_draft
 from facts.selectors.facts import fact_get
 from tenants import selectors as tenant_selectors
 
@@ -31,7 +32,9 @@ def facts(tenant, system_actor):
                         ("Alice moved to Oslo", "user:alice")]:  # fmt: skip
         made.append(
             fact_services.fact_add(
-                tenant=tenant, content=text, scope=scope, actor=system_actor
+                tenant=tenant,
+                actor=system_actor,
+                draft=fact_draft({"content": text, "scope": scope}),
             ).fact
         )
     return made
@@ -75,7 +78,7 @@ def test_bulk_remove_and_tag_act_on_the_selected_facts_only(owner, facts, tenant
 def test_bulk_actions_do_not_reach_another_tenants_facts(owner, tenant, other_tenant,
                                                        system_actor) -> None:  # fmt: skip
     theirs = fact_services.fact_add(
-        tenant=other_tenant, content="Globex secret", actor=system_actor
+        tenant=other_tenant, actor=system_actor, draft=fact_draft({"content": "Globex secret"})
     ).fact
     answer = _page(owner).post("/t/acme/facts/bulk", {"ids": [theirs.pk], "action": "remove"})
     assert answer.status_code == 302
@@ -86,7 +89,10 @@ def test_history_shows_what_changed_in_words_and_pages(owner, tenant, facts, sys
     fact = facts[0]
     for n in range(30):
         fact_services.fact_update(
-            tenant=tenant, fact_id=fact.pk, actor=system_actor, tags=[f"t{n}"]
+            tenant=tenant,
+            fact_id=fact.pk,
+            actor=system_actor,
+            changes=fact_changes({"tags": [f"t{n}"]}),
         )
     html = _page(owner).get(f"/t/acme/facts/{fact.pk}/").content.decode()
     assert '<dl class="diff">' in html and "<pre>" not in html.split('id="fact-history"')[1]
@@ -109,7 +115,9 @@ def test_a_superuser_deletes_a_tenant_after_typing_its_name(
 ) -> None:
     from tenants.models import TenantDeletion
 
-    theirs = fact_services.fact_add(tenant=other_tenant, content="Globex", actor=system_actor)
+    theirs = fact_services.fact_add(
+        tenant=other_tenant, actor=system_actor, draft=fact_draft({"content": "Globex"})
+    )
     assert _page(owner).post("/t/acme/tenant/delete", {"confirm": "acme"}).status_code == 403
     root = django_user_model.objects.create_superuser("root", password="pw-root-12345")
     client = _page(root)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from facts.inputs import fact_draft
 from facts.selectors.facts import fact_get, fact_list
 from facts.services import fact_add
 from tenants.services import apikey_create, apikey_revoke
@@ -30,10 +31,19 @@ class Agents:
 
 @pytest.fixture
 def agents(tenant, other_tenant, system_actor) -> Agents:
-    acme = fact_add(tenant=tenant, content=ACME_SECRET, actor=system_actor, category="project")
-    globex = fact_add(tenant=other_tenant, content=GLOBEX_SECRET, actor=system_actor)
-    fact_add(tenant=tenant, content="Beta ships on Fridays", actor=system_actor,
-             scope="project:beta")  # fmt: skip
+    acme = fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": ACME_SECRET, "category": "project"}),
+    )
+    globex = fact_add(
+        tenant=other_tenant, actor=system_actor, draft=fact_draft({"content": GLOBEX_SECRET})
+    )
+    fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Beta ships on Fridays", "scope": "project:beta"}),
+    )
 
     def key(t: Any, name: str, **extra: Any) -> str:
         return apikey_create(tenant=t, name=name, actor=system_actor, **extra).token

@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from facts import services as fact_services
+from facts.inputs import fact_draft
 from facts.models import Fact
 from tenants.scope import tenant_scope
 from tests.api_fixtures import World, bearer, signed_in
@@ -68,7 +69,9 @@ def test_a_fact_is_stored_once_and_found_in_the_list(world, agent) -> None:
 def test_the_fact_list_pages_with_a_cursor_and_filters(world, agent, system_actor) -> None:
     for n in range(7):
         fact_services.fact_add(
-            tenant=world.tenant, content=f"note {n}", actor=system_actor, category="project"
+            tenant=world.tenant,
+            actor=system_actor,
+            draft=fact_draft({"content": f"note {n}", "category": "project"}),
         )
     seen, cursor = [], None
     while True:
@@ -285,10 +288,18 @@ def test_a_new_key_is_shown_once_works_and_stops_when_revoked(world, owner) -> N
 def test_retention_preview_counts_what_the_policy_would_do(world, owner, system_actor) -> None:
     client = signed_in(owner)
     for n in range(3):
-        fact_services.fact_add(tenant=world.tenant, content=f"doubt {n}", trust=0.1,
-                               actor=system_actor)  # fmt: skip
-    old = fact_services.fact_add(tenant=world.tenant, content="ancient", actor=system_actor,
-                                 created_at=timezone.now() - timedelta(days=400)).fact  # fmt: skip
+        fact_services.fact_add(
+            tenant=world.tenant,
+            actor=system_actor,
+            draft=fact_draft({"content": f"doubt {n}", "trust": 0.1}),
+        )
+    old = fact_services.fact_add(
+        tenant=world.tenant,
+        actor=system_actor,
+        draft=fact_draft(
+            {"content": "ancient", "created_at": timezone.now() - timedelta(days=400)}
+        ),
+    ).fact
     preview = client.get(f"{BASE}/retention/preview").json()
     assert (preview["active"], preview["archive"], preview["purge"]) == (6, 0, 0)
     trial = client.get(f"{BASE}/retention/preview?archive_below_trust=0.3").json()
@@ -450,7 +461,9 @@ class _Entity:
 def _grow(world: World, system_actor, n: int) -> None:
     for i in range(n):
         fact = fact_services.fact_add(
-            tenant=world.tenant, content=f"Alice noted item {i} about tea", actor=system_actor
+            tenant=world.tenant,
+            actor=system_actor,
+            draft=fact_draft({"content": f"Alice noted item {i} about tea"}),
         ).fact
         fact_services.fact_feedback(tenant=world.tenant, fact_id=fact.pk, helpful=True,
                                     actor=system_actor)  # fmt: skip

@@ -13,10 +13,12 @@ from django.core.management import CommandError, call_command
 from facts import services
 from facts.bundles import BundleError, bundle_open, bundle_paths
 from facts.embedding import facts_embed_batch
+from facts.inputs import fact_draft
 from facts.models import Entity, Fact, FactEntity, FactVector, Feedback, Status
 from facts.selectors.facts import fact_history
 from facts.transfer import tenant_export, tenant_import
 from tenants.actors import Actor
+from tenants.inputs import retention_changes
 from tenants.scope import tenant_scope
 from tenants.services import retention_policy_update
 
@@ -28,7 +30,9 @@ ACTOR = Actor.job("tests")
 def filled(tenant, owner_actor, settings):
     settings.MNEMOSYNE_ENTITY_EXTRACTOR = "tests.extractors.capitalised_people"
     facts = [
-        services.fact_add(tenant=tenant, content=text, actor=owner_actor, scope=scope).fact
+        services.fact_add(
+            tenant=tenant, actor=owner_actor, draft=fact_draft({"content": text, "scope": scope})
+        ).fact
         for text, scope in (
             ("Alice prefers green tea", "user:alice"),
             ("Bob maintains the billing service", "project:billing"),
@@ -37,9 +41,17 @@ def filled(tenant, owner_actor, settings):
     ]
     services.fact_feedback(tenant=tenant, fact_id=facts[0].pk, helpful=True, actor=owner_actor)
     services.fact_add(
-        tenant=tenant, content="Carol: shall we ship on Friday?", kind="turn", session_id="s1",
-        speaker="Carol", actor=owner_actor,
-    )  # fmt: skip
+        tenant=tenant,
+        actor=owner_actor,
+        draft=fact_draft(
+            {
+                "content": "Carol: shall we ship on Friday?",
+                "kind": "turn",
+                "session_id": "s1",
+                "speaker": "Carol",
+            }
+        ),
+    )
     facts_embed_batch(tenant=tenant)
     return facts
 
@@ -92,7 +104,10 @@ def test_an_import_in_many_rounds_keeps_every_fact_its_vector_and_links(
 
     more = [f"Dana keeps note {n} of the harbour log" for n in range(7)]
     for text in more:
-        services.fact_add(tenant=tenant, content=text, actor=ACTOR, scope="project:harbour")
+        services.fact_add(
+            tenant=tenant, actor=ACTOR,
+            draft=fact_draft({"content": text, "scope": "project:harbour"}),
+        )  # fmt: skip
     while facts_embed_batch(tenant=tenant):
         pass
     stem = tmp_path / "rounds"
@@ -195,9 +210,13 @@ def test_archived_facts_come_back_from_their_bundle(tenant, owner_actor, setting
 
     settings.MNEMOSYNE_ARCHIVE_DIR = tmp_path / "archives"
     fact = services.fact_add(
-        tenant=tenant, content="The VPN endpoint is vpn.acme.test", actor=owner_actor, trust=0.1
+        tenant=tenant,
+        actor=owner_actor,
+        draft=fact_draft({"content": "The VPN endpoint is vpn.acme.test", "trust": 0.1}),
     ).fact
-    retention_policy_update(tenant=tenant, actor=owner_actor, changes={"archive_below_trust": 0.3})
+    retention_policy_update(
+        tenant=tenant, actor=owner_actor, changes=retention_changes({"archive_below_trust": 0.3})
+    )
     run, _ = retention_run_start(tenant=tenant, actor=owner_actor)
     retention_run_execute(tenant=tenant, run_id=run.pk)
     with tenant_scope(tenant):

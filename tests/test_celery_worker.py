@@ -13,11 +13,13 @@ from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
+from facts.inputs import fact_draft
 from facts.selectors.facts import fact_get, fact_vectors
 from facts.services import fact_add
 from memoryadmin.models import ServiceHeartbeat
 from memoryadmin.tasks import heartbeat
 from tenants.actors import Actor
+from tenants.inputs import tenant_draft
 from tenants.services import tenant_create
 from tests.helpers import PYTHON, REPO, child_env, database_url, wait_for
 
@@ -112,8 +114,14 @@ def test_a_stored_fact_is_embedded_by_a_worker_once_committed(tmp_path: Path) ->
     try:
         _wait_ready(hostname)
         actor = Actor.job("tests")
-        tenant = tenant_create(slug="embedme", name="Embed me", actor=actor)
-        fact = fact_add(tenant=tenant, content="Caroline went hiking in Yosemite", actor=actor).fact
+        tenant = tenant_create(
+            actor=actor, draft=tenant_draft({"slug": "embedme", "name": "Embed me"})
+        )
+        fact = fact_add(
+            tenant=tenant,
+            actor=actor,
+            draft=fact_draft({"content": "Caroline went hiking in Yosemite"}),
+        ).fact
         embedded = wait_for(
             lambda: fact_get(tenant=tenant, fact_id=fact.pk).embedding_model,
             timeout=90,

@@ -14,11 +14,14 @@ from facts.conflicts import (
 from facts.contradiction import pair_judge
 from facts.embedding import facts_embed_batch
 from facts.graph import fact_contradictions
+from facts.inputs import fact_draft
 from facts.models import Conflict, ConflictScan, FactEvent
 from facts.selectors.facts import fact_entities, fact_get
 from facts.services import fact_add, fact_import
+from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import settings_changes
 from tenants.scope import tenant_scope
 from tenants.services import tenant_update_settings
 
@@ -26,7 +29,10 @@ pytestmark = pytest.mark.django_db
 
 
 def _store(tenant, actor, *texts: str, **kwargs):
-    facts = [fact_add(tenant=tenant, content=t, actor=actor, **kwargs).fact for t in texts]
+    facts = [
+        fact_add(tenant=tenant, actor=actor, draft=fact_draft({"content": t, **kwargs})).fact
+        for t in texts
+    ]
     while facts_embed_batch(tenant=tenant):
         pass
     return facts
@@ -125,7 +131,9 @@ def test_supersede_retires_the_older_fact_and_audits_both(tenant, system_actor, 
     retired = fact_get(tenant=tenant, fact_id=older.pk)
     assert retired.status == "superseded" and retired.superseded_by_id == newer.pk
     assert retired.trust_score == pytest.approx(0.3)
-    hits = recall_search(tenant=tenant, query="Where does Bob live?", min_trust=0).hits
+    hits = recall_search(
+        tenant=tenant, query=recall_query({"query": "Where does Bob live?", "min_trust": 0})
+    ).hits
     assert [h.fact.pk for h in hits] == [newer.pk], "the older leaves recall"
     with tenant_scope(tenant):
         events = FactEvent.objects.for_tenant(tenant)
@@ -162,8 +170,9 @@ def test_keep_both_and_dismiss_leave_the_facts_for_good(tenant, system_actor, ow
 
 
 def test_a_tenant_may_let_clear_newer_statements_supersede_at_once(tenant, system_actor):
-    tenant = tenant_update_settings(tenant=tenant, changes={"conflict_auto_supersede": 1},
-                                    actor=system_actor)  # fmt: skip
+    tenant = tenant_update_settings(
+        tenant=tenant, changes=settings_changes({"conflict_auto_supersede": 1}), actor=system_actor
+    )
     (older,) = _store(tenant, system_actor, "The standup starts at 9:30.")
     conflicts_check_pending(tenant=tenant)
     (newer,) = _store(tenant, system_actor, "The standup starts at 10:00.")
@@ -178,43 +187,86 @@ def test_a_tenant_may_let_clear_newer_statements_supersede_at_once(tenant, syste
 def test_a_near_duplicate_joins_the_stored_fact(tenant, system_actor) -> None:
     (first,) = _store(tenant, system_actor, "Marcus is allergic to peanuts.", tags=["health"],
                       scope="user:marcus")  # fmt: skip
-    joined = fact_add(tenant=tenant, content="Marcus is allergic to peanuts!!", actor=system_actor,
-                      tags=["food"], scope="user:marcus")  # fmt: skip
+    joined = fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft(
+            {"content": "Marcus is allergic to peanuts!!", "tags": ["food"], "scope": "user:marcus"}
+        ),
+    )
     assert joined.status == "joined" and joined.fact.pk == first.pk
     assert joined.similarity is not None and joined.similarity > 0.95
     fact = fact_get(tenant=tenant, fact_id=first.pk)
     assert fact.mention_count == 2 and fact.tags == ["health", "food"]
-    paraphrase = fact_add(tenant=tenant, content="Marcus has an allergy to peanuts",
-                          actor=system_actor, scope="user:marcus")  # fmt: skip
+    paraphrase = fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Marcus has an allergy to peanuts", "scope": "user:marcus"}),
+    )
     assert (paraphrase.status, paraphrase.fact.pk) == ("joined", first.pk)
     assert fact_get(tenant=tenant, fact_id=first.pk).mention_count == 3
     with tenant_scope(tenant):
         join = FactEvent.objects.for_tenant(tenant).filter(fact_id=first.pk, action="join")
         assert join.count() == 2
     # Not joined: a statement that disagrees, another scope, a turn.
-    assert fact_add(tenant=tenant, content="Marcus is not allergic to peanuts.",
-                    actor=system_actor, scope="user:marcus").status == "added"  # fmt: skip
-    assert fact_add(tenant=tenant, content="Marcus is allergic to peanuts!!",
-                    actor=system_actor, scope="user:other").status == "added"  # fmt: skip
+    assert (
+        fact_add(
+            tenant=tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {"content": "Marcus is not allergic to peanuts.", "scope": "user:marcus"}
+            ),
+        ).status
+        == "added"
+    )
+    assert (
+        fact_add(
+            tenant=tenant,
+            actor=system_actor,
+            draft=fact_draft({"content": "Marcus is allergic to peanuts!!", "scope": "user:other"}),
+        ).status
+        == "added"
+    )
     # Agents numbered in their names: each one's note is its own fact.
     notes = [f"agent{a} wrote note number {n} about the harbour" for a in (1, 2) for n in (1, 2)]
     stored = _store(tenant, system_actor, *notes, scope="user:marcus")
     assert len({fact.pk for fact in stored}) == 4
-    turn = fact_add(tenant=tenant, content="Marcus is allergic to peanuts.", kind="turn",
-                    session_id="s1", actor=system_actor, scope="user:marcus")  # fmt: skip
+    turn = fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft(
+            {
+                "content": "Marcus is allergic to peanuts.",
+                "kind": "turn",
+                "session_id": "s1",
+                "scope": "user:marcus",
+            }
+        ),
+    )
     assert turn.status == "added" and turn.fact.pk != first.pk
 
 
 def test_the_threshold_is_the_tenants_and_entities_of_a_join_are_linked(tenant, system_actor):
     (first,) = _store(tenant, system_actor, "Jenny works at Google in Zurich.")
-    strict = tenant_update_settings(tenant=tenant, changes={"duplicate_threshold": 1.0},
-                                    actor=system_actor)  # fmt: skip
-    assert fact_add(tenant=strict, content="Jenny is employed by Google in Zurich.",
-                    actor=system_actor).status == "added"  # fmt: skip
-    loose = tenant_update_settings(tenant=tenant, changes={"duplicate_threshold": 0.9},
-                                   actor=system_actor)  # fmt: skip
-    joined = fact_add(tenant=loose, content="Jenny Wu works at Google in Zurich.",
-                      actor=system_actor)  # fmt: skip
+    strict = tenant_update_settings(
+        tenant=tenant, changes=settings_changes({"duplicate_threshold": 1.0}), actor=system_actor
+    )
+    assert (
+        fact_add(
+            tenant=strict,
+            actor=system_actor,
+            draft=fact_draft({"content": "Jenny is employed by Google in Zurich."}),
+        ).status
+        == "added"
+    )
+    loose = tenant_update_settings(
+        tenant=tenant, changes=settings_changes({"duplicate_threshold": 0.9}), actor=system_actor
+    )
+    joined = fact_add(
+        tenant=loose,
+        actor=system_actor,
+        draft=fact_draft({"content": "Jenny Wu works at Google in Zurich."}),
+    )
     assert joined.status == "joined" and joined.fact.pk == first.pk
     assert "Jenny Wu" in {e.name for e in fact_entities(tenant=tenant, fact_id=first.pk)}
 

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.db import DatabaseError, connection, transaction
 
+from facts.inputs import fact_draft
 from facts.services import fact_add
 from memoryadmin.health import check_database
 from memoryadmin.roles import (
@@ -73,7 +74,11 @@ def test_every_tenant_table_has_forced_row_level_security(model) -> None:
 @pytest.fixture
 def filled(tenant, other_tenant, system_actor) -> list[Tenant]:
     for t in (tenant, other_tenant):
-        fact_add(tenant=t, content=f"{t.name} deploys on Fridays", actor=system_actor)
+        fact_add(
+            tenant=t,
+            actor=system_actor,
+            draft=fact_draft({"content": f"{t.name} deploys on Fridays"}),
+        )
         apikey_create(tenant=t, name="hermes", actor=system_actor)
     return [tenant, other_tenant]
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from facts.inputs import fact_draft
 from facts.services import fact_add, fact_import
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +37,11 @@ def test_two_tenants_in_one_transaction_get_one_message_each(
     with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
         for owner in (tenant, other_tenant, tenant):
             with tenant_scope(owner):
-                fact_add(tenant=owner, actor=system_actor, content=f"{owner.slug} likes tea")
+                fact_add(
+                    tenant=owner,
+                    actor=system_actor,
+                    draft=fact_draft({"content": f"{owner.slug} likes tea"}),
+                )
     assert sorted(_embedding_nudges(callbacks)) == sorted([tenant.pk, other_tenant.pk])
 
 

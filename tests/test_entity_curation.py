@@ -9,6 +9,7 @@ from facts import curation
 from facts.entities import Dictionary, entities_found
 from facts.extract import extract_entities
 from facts.graph import entities_reason, entity_related
+from facts.inputs import fact_changes, fact_draft
 from facts.models import Entity, EntityEvent, RelinkJob
 from facts.selectors.entities import entity_get, entity_list
 from facts.selectors.facts import fact_entities
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _add(tenant, actor, text: str, **kwargs):
-    return fact_add(tenant=tenant, content=text, actor=actor, **kwargs).fact
+    return fact_add(tenant=tenant, actor=actor, draft=fact_draft({"content": text, **kwargs})).fact
 
 
 def _entity(tenant, name: str) -> Entity:
@@ -187,8 +188,12 @@ def test_a_dictionary_change_relinks_existing_facts_in_a_job_with_progress(
 def test_editing_a_fact_relinks_its_entities(tenant, system_actor, owner_actor) -> None:
     fact = _add(tenant, system_actor, "Alice reviews the Atlas budget.")
     assert _names(tenant, fact) == {"Alice", "Atlas"}
-    fact_update(tenant=tenant, fact_id=fact.pk, actor=owner_actor,
-                content="Carol reviews the Atlas budget.")  # fmt: skip
+    fact_update(
+        tenant=tenant,
+        fact_id=fact.pk,
+        actor=owner_actor,
+        changes=fact_changes({"content": "Carol reviews the Atlas budget."}),
+    )
     assert _names(tenant, fact) == {"Carol", "Atlas"}
 
 

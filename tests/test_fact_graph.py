@@ -8,6 +8,7 @@ import pytest
 from facts.conflicts import conflicts_check_pending
 from facts.embedding import facts_embed_batch
 from facts.graph import entities_reason, entity_facts, entity_related, fact_contradictions
+from facts.inputs import fact_draft
 from facts.models import Category, Kind
 from facts.selectors.facts import fact_list
 from facts.services import fact_add, fact_feedback
@@ -29,7 +30,10 @@ FACTS = [
 @pytest.fixture
 def stored(tenant, system_actor) -> dict[str, int]:
     return {
-        text: fact_add(tenant=tenant, content=text, actor=system_actor).fact.pk for text in FACTS
+        text: fact_add(
+            tenant=tenant, actor=system_actor, draft=fact_draft({"content": text})
+        ).fact.pk
+        for text in FACTS
     }
 
 
@@ -89,7 +93,7 @@ def test_contradict_reads_the_conflicts_the_worker_recorded(tenant, system_actor
         "Alice Chen lives in Berlin",  # another subject matter
         "Bob Li prefers black coffee",  # another person
     ]:
-        fact_add(tenant=tenant, content=text, actor=system_actor)
+        fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({"content": text}))
     assert fact_contradictions(tenant=tenant) == [], "nothing is guessed at read time"
     while facts_embed_batch(tenant=tenant):
         pass
@@ -111,7 +115,11 @@ def test_contradict_reads_the_conflicts_the_worker_recorded(tenant, system_actor
 
 
 def test_graph_reads_stay_inside_their_tenant(tenant, other_tenant, stored, system_actor):
-    fact_add(tenant=other_tenant, content="Alice Chen works at Globex", actor=system_actor)
+    fact_add(
+        tenant=other_tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Alice Chen works at Globex"}),
+    )
     everything = [
         *_contents(entity_facts(tenant=tenant, name="Alice Chen")),
         *_contents(entity_related(tenant=tenant, name="Alice Chen")),
@@ -147,11 +155,31 @@ def test_candidate_facts_are_statements_in_english_and_chinese_never_questions()
 
 def test_a_write_repeated_with_its_idempotency_key_is_stored_once(tenant, system_actor) -> None:
     for _ in range(2):
-        first = fact_add(tenant=tenant, content="Yes, last Friday!", kind="turn",
-                         session_id="s1", actor=system_actor, idempotency_key="k-1")  # fmt: skip
+        first = fact_add(
+            tenant=tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {
+                    "content": "Yes, last Friday!",
+                    "kind": "turn",
+                    "session_id": "s1",
+                    "idempotency_key": "k-1",
+                }
+            ),
+        )
     assert first.status == "exists"
-    other = fact_add(tenant=tenant, content="Yes, last Friday!", kind="turn", session_id="s1",
-                     actor=system_actor, idempotency_key="k-2")  # fmt: skip
+    other = fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft(
+            {
+                "content": "Yes, last Friday!",
+                "kind": "turn",
+                "session_id": "s1",
+                "idempotency_key": "k-2",
+            }
+        ),
+    )
     assert other.status == "added"  # the same words said again are another turn
     turns = fact_list(tenant=tenant, kind="turn").facts
     assert sorted(t.position for t in turns) == [0, 1]

@@ -10,6 +10,14 @@ from django.utils import timezone
 
 from facts import services
 from facts.embedding import facts_embed_batch
+from facts.inputs import (
+    FactChanges,
+    ToolArguments,
+    fact_changes,
+    fact_draft,
+    helpful,
+    purge_reason,
+)
 from facts.models import Entity, FactEntity, Feedback, Status
 from facts.selectors.facts import (
     fact_count,
@@ -28,7 +36,9 @@ pytestmark = pytest.mark.django_db
 
 
 def add(tenant, actor, content="Alice prefers tea over coffee", **kw):
-    return services.fact_add(tenant=tenant, content=content, actor=actor, **kw)
+    return services.fact_add(
+        tenant=tenant, actor=actor, draft=fact_draft({"content": content, **kw})
+    )
 
 
 # -- add and deduplicate ----------------------------------------------------------------------
@@ -67,9 +77,12 @@ def test_the_same_text_in_two_tenants_is_two_facts(tenant, other_tenant, system_
 
 
 def test_tenant_default_trust_applies(tenant, system_actor) -> None:
+    from tenants.inputs import settings_changes
     from tenants.services import tenant_update_settings
 
-    tenant_update_settings(tenant=tenant, changes={"default_trust": 0.7}, actor=system_actor)
+    tenant_update_settings(
+        tenant=tenant, changes=settings_changes({"default_trust": 0.7}), actor=system_actor
+    )
     assert add(tenant, system_actor).fact.trust_score == pytest.approx(0.7)
 
 
@@ -95,7 +108,7 @@ def test_tenant_default_trust_applies(tenant, system_actor) -> None:
 def test_bad_input_is_refused_with_the_field_named(tenant, system_actor, kwargs, field) -> None:
     kwargs = {"content": "A valid fact", **kwargs}
     with pytest.raises(InvalidInput) as error:
-        services.fact_add(tenant=tenant, actor=system_actor, **kwargs)
+        services.fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({**kwargs}))
     assert error.value.field == field
     assert fact_count(tenant=tenant, status=None) == 0
 
@@ -116,27 +129,27 @@ def test_turns_are_numbered_within_their_session(tenant, system_actor) -> None:
     turns = [
         services.fact_add(
             tenant=tenant,
-            content=text,
-            kind="turn",
-            session_id="s1",
-            speaker="Alice",
             actor=system_actor,
+            draft=fact_draft(
+                {"content": text, "kind": "turn", "session_id": "s1", "speaker": "Alice"}
+            ),
         ).fact
         for text in ("hi", "hi", "how are you?")
     ]
     assert [t.position for t in turns] == [0, 1, 2], "turns repeat; they are not deduplicated"
     other = services.fact_add(
-        tenant=tenant, content="hi", kind="turn", session_id="s2", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "hi", "kind": "turn", "session_id": "s2"}),
     ).fact
     assert other.position == 0
     with pytest.raises(InvalidInput, match="position"):
         services.fact_add(
             tenant=tenant,
-            content="again",
-            kind="turn",
-            session_id="s1",
-            position=1,
             actor=system_actor,
+            draft=fact_draft(
+                {"content": "again", "kind": "turn", "session_id": "s1", "position": 1}
+            ),
         )
 
 
@@ -178,7 +191,10 @@ def test_an_extractor_links_facts_to_entities(tenant, system_actor, settings) ->
 def test_update_changes_only_what_is_given_and_audits_exactly_that(tenant, owner_actor) -> None:
     fact = add(tenant, owner_actor, category="user_pref").fact
     updated = services.fact_update(
-        tenant=tenant, fact_id=fact.pk, actor=owner_actor, content="Alice prefers green tea"
+        tenant=tenant,
+        fact_id=fact.pk,
+        actor=owner_actor,
+        changes=fact_changes({"content": "Alice prefers green tea"}),
     )
     assert updated.content == "Alice prefers green tea" and updated.category == "user_pref"
     assert updated.content_hash == services.content_hash("alice prefers GREEN tea")
@@ -192,12 +208,27 @@ def test_update_changes_only_what_is_given_and_audits_exactly_that(tenant, owner
 
 def test_trust_delta_is_clamped(tenant, system_actor) -> None:
     fact = add(tenant, system_actor).fact
-    up = services.fact_update(tenant=tenant, fact_id=fact.pk, actor=system_actor, trust_delta=0.9)
+    up = services.fact_update(
+        tenant=tenant,
+        fact_id=fact.pk,
+        actor=system_actor,
+        changes=fact_changes({"trust_delta": 0.9}),
+    )
     assert up.trust_score == 1.0
-    down = services.fact_update(tenant=tenant, fact_id=fact.pk, actor=system_actor, trust_delta=-1)
+    down = services.fact_update(
+        tenant=tenant,
+        fact_id=fact.pk,
+        actor=system_actor,
+        changes=fact_changes({"trust_delta": -1}),
+    )
     assert down.trust_score == 0.0
     with pytest.raises(InvalidInput, match="trust_delta"):
-        services.fact_update(tenant=tenant, fact_id=fact.pk, actor=system_actor, trust_delta="lots")
+        services.fact_update(
+            tenant=tenant,
+            fact_id=fact.pk,
+            actor=system_actor,
+            changes=fact_changes({"trust_delta": "lots"}),
+        )
 
 
 def test_update_cannot_collide_with_another_fact(tenant, system_actor) -> None:
@@ -205,14 +236,21 @@ def test_update_cannot_collide_with_another_fact(tenant, system_actor) -> None:
     other = add(tenant, system_actor, content="The build runs on Mondays").fact
     with pytest.raises(InvalidInput, match="says the same"):
         services.fact_update(
-            tenant=tenant, fact_id=other.pk, actor=system_actor, content="the build runs on fridays"
+            tenant=tenant,
+            fact_id=other.pk,
+            actor=system_actor,
+            changes=fact_changes({"content": "the build runs on fridays"}),
         )
 
 
 def test_update_with_nothing_to_change_is_refused(tenant, system_actor) -> None:
     fact = add(tenant, system_actor).fact
     with pytest.raises(InvalidInput, match="nothing to update"):
-        services.fact_update(tenant=tenant, fact_id=fact.pk, actor=system_actor)
+        fact_changes({})
+    unchanged = services.fact_update(
+        tenant=tenant, fact_id=fact.pk, changes=FactChanges(), actor=system_actor
+    )
+    assert unchanged.updated_at == fact.updated_at
 
 
 # -- remove, restore, purge -------------------------------------------------------------------
@@ -233,7 +271,7 @@ def test_purge_deletes_for_good_but_the_audit_keeps_that_it_happened(tenant, own
     fact = add(tenant, owner_actor, content="Carol's phone number is 555-0100").fact
     services.fact_feedback(tenant=tenant, fact_id=fact.pk, helpful=True, actor=owner_actor)
     with pytest.raises(InvalidInput, match="reason"):
-        services.fact_purge(tenant=tenant, fact_id=fact.pk, actor=owner_actor, reason=" ")
+        purge_reason(" ")
     services.fact_purge(tenant=tenant, fact_id=fact.pk, actor=owner_actor, reason="GDPR request")
     with pytest.raises(NotFound):
         fact_get(tenant=tenant, fact_id=fact.pk)
@@ -274,13 +312,13 @@ def test_feedback_trust_stays_within_0_and_1(tenant, system_actor) -> None:
 def test_feedback_needs_a_boolean_and_a_real_fact(tenant, system_actor) -> None:
     fact = add(tenant, system_actor).fact
     with pytest.raises(InvalidInput, match="helpful"):
-        services.fact_feedback(tenant=tenant, fact_id=fact.pk, helpful="yes", actor=system_actor)
+        helpful("yes")
     with pytest.raises(NotFound):
         services.fact_feedback(
             tenant=tenant, fact_id=fact.pk + 999, helpful=True, actor=system_actor
         )
     with pytest.raises(InvalidInput, match="fact_id"):
-        services.fact_feedback(tenant=tenant, fact_id="seven", helpful=True, actor=system_actor)
+        ToolArguments({"fact_id": "seven"}).fact_id()
 
 
 # -- list -------------------------------------------------------------------------------------
@@ -311,7 +349,11 @@ def test_list_filters(tenant, system_actor) -> None:
     add(tenant, system_actor, content="a", scope="user:alice", category="user_pref", trust=0.9)
     add(tenant, system_actor, content="b", scope="user:alice/project:beta", category="project")
     add(tenant, system_actor, content="c", scope="user:alicia", trust=0.1)
-    services.fact_add(tenant=tenant, content="d", kind="turn", session_id="s", actor=system_actor)
+    services.fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "d", "kind": "turn", "session_id": "s"}),
+    )
 
     def contents(**kw) -> list[str]:
         return sorted(f.content for f in fact_list(tenant=tenant, **kw).facts)
@@ -337,11 +379,10 @@ def test_embedding_fills_vectors_with_the_model_name(tenant, system_actor) -> No
     fact = add(tenant, system_actor).fact
     turn = services.fact_add(
         tenant=tenant,
-        content="I love hiking",
-        kind="turn",
-        session_id="s",
-        speaker="Caroline",
         actor=system_actor,
+        draft=fact_draft(
+            {"content": "I love hiking", "kind": "turn", "session_id": "s", "speaker": "Caroline"}
+        ),
     ).fact
     assert facts_embed_batch(tenant=tenant) == 2
     assert facts_embed_batch(tenant=tenant) == 0, "nothing is embedded twice"

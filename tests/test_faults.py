@@ -277,10 +277,11 @@ from facts.models import Fact, Status
 from facts.retention import retention_run_start
 from facts.services import content_hash
 from tenants.actors import Actor
+from tenants.inputs import retention_changes, tenant_draft
 from tenants.scope import tenant_scope
 from tenants.services import retention_policy_update, tenant_create
 actor = Actor.job("tests")
-t = tenant_create(slug="outage", name="Outage", actor=actor)
+t = tenant_create(draft=tenant_draft({"slug": "outage", "name": "Outage"}), actor=actor)
 now = timezone.now()
 with tenant_scope(t):
     low = Fact.objects.bulk_create(
@@ -293,8 +294,8 @@ with tenant_scope(t):
              status=Status.ARCHIVED, archived_at=now - timedelta(days=90),
              created_by="job:tests", created_at=now)
         for i in range(600))
-retention_policy_update(tenant=t, actor=actor,
-                        changes={"archive_below_trust": 0.3, "purge_archived_after_days": 30})
+retention_policy_update(tenant=t, actor=actor, changes=retention_changes(
+    {"archive_below_trust": 0.3, "purge_archived_after_days": 30}))
 run, _ = retention_run_start(tenant=t, actor=actor)
 print("RESULT" + json.dumps({"tenant": t.pk, "run": run.pk, "low": [f.pk for f in low],
                              "old": [f.pk for f in old]}))

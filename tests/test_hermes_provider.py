@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from facts.inputs import fact_draft
 from facts.models import Fact
 from facts.selectors.facts import fact_get, fact_list
 from facts.services import fact_add, fact_feedback
@@ -77,9 +78,10 @@ def test_hermes_loads_the_installed_plugin_and_drives_it_through_a_conversation(
 ) -> None:
     fact_add(
         tenant=tenant,
-        content="The team deploys on Tuesdays after the stand-up",
         actor=system_actor,
-        category="project",
+        draft=fact_draft(
+            {"content": "The team deploys on Tuesdays after the stand-up", "category": "project"}
+        ),
     )
     manager, provider = drive()
     assert provider.name == "mnemosyne"
@@ -280,7 +282,9 @@ def test_a_revoked_key_stops_working_at_its_next_request(drive, tenant, system_a
 def test_a_read_only_key_reads_but_cannot_write(
     tmp_path: Path, drive, tenant, system_actor, url: str
 ) -> None:
-    fact_add(tenant=tenant, content="Readers may read this", actor=system_actor)
+    fact_add(
+        tenant=tenant, actor=system_actor, draft=fact_draft({"content": "Readers may read this"})
+    )
     token = apikey_create(tenant=tenant, name="reader", actor=system_actor, scopes=["read"]).token
     home = write_profile(tmp_path / "reader", token, url)
     manager, _ = drive(home)
@@ -416,7 +420,9 @@ def test_profile_overrides_apply_and_bad_ones_are_named(
     tmp_path: Path, drive, tenant, key: str, system_actor, url: str
 ) -> None:
     shaky = fact_add(
-        tenant=tenant, content="The office wifi password is tea-time", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "The office wifi password is tea-time"}),
     )
     fact_feedback(tenant=tenant, fact_id=shaky.fact.pk, helpful=False, actor=system_actor)  # 0.4
     home = write_profile(
@@ -440,8 +446,8 @@ def test_profile_overrides_apply_and_bad_ones_are_named(
     for i in range(30):
         fact_add(
             tenant=tenant,
-            content=f"Release note {i}: fixed the wifi login page",
             actor=system_actor,
+            draft=fact_draft({"content": f"Release note {i}: fixed the wifi login page"}),
         )
     recalled = manager.prefetch_all("wifi login")
     assert recalled and count_tokens(recalled) <= 120

@@ -9,8 +9,10 @@ from django.utils import timezone
 
 from facts import services
 from facts.embedding import facts_embed_batch
+from facts.inputs import fact_changes, fact_draft
 from facts.models import Conflict, Entity, Fact, FactEntity, FactEvent, FactVector, Feedback
 from facts.selectors.facts import fact_get, fact_history
+from retrieval.inputs import recall_query
 from retrieval.latency import BUCKET_COUNT, recall_latency_add
 from retrieval.models import CorpusStats, LexemeStat, RecallLatency
 from retrieval.search import recall_search
@@ -33,14 +35,20 @@ def two_tenants(tenant, other_tenant, owner, outsider, system_actor, settings):
 
     settings.MNEMOSYNE_ENTITY_EXTRACTOR = "tests.extractors.capitalised_people"
     for t in (tenant, other_tenant):
-        a = services.fact_add(tenant=t, content=f"Alice works at {t.name}", actor=system_actor).fact
-        b = services.fact_add(tenant=t, content=f"Alice left {t.name}", actor=system_actor).fact
+        a = services.fact_add(
+            tenant=t, actor=system_actor, draft=fact_draft({"content": f"Alice works at {t.name}"})
+        ).fact
+        b = services.fact_add(
+            tenant=t, actor=system_actor, draft=fact_draft({"content": f"Alice left {t.name}"})
+        ).fact
         services.fact_feedback(tenant=t, fact_id=a.pk, helpful=True, actor=system_actor)
         with tenant_scope(t):
             Conflict.objects.create(tenant=t, fact_a=a, fact_b=b, detected_by="tests")
         apikey_create(tenant=t, name="hermes", actor=system_actor)
         facts_embed_batch(tenant=t)
-        recall_search(tenant=t, query="Alice")  # computes the tenant's full-text statistics
+        recall_search(
+            tenant=t, query=recall_query({"query": "Alice"})
+        )  # computes the tenant's full-text statistics
         recall_latency_add(tenant=t, hour=timezone.now(), counts=[1] * BUCKET_COUNT)
     return tenant, other_tenant
 
@@ -146,7 +154,10 @@ def test_another_tenants_fact_id_behaves_exactly_like_a_missing_one(
             lambda fid=fact_id: fact_get(tenant=tenant, fact_id=fid),
             lambda fid=fact_id: fact_history(tenant=tenant, fact_id=fid),
             lambda fid=fact_id: services.fact_update(
-                tenant=tenant, fact_id=fid, actor=system_actor, content="x"
+                tenant=tenant,
+                fact_id=fid,
+                actor=system_actor,
+                changes=fact_changes({"content": "x"}),
             ),
             lambda fid=fact_id: services.fact_remove(
                 tenant=tenant, fact_id=fid, actor=system_actor

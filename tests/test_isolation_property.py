@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
 from facts import services
+from facts.inputs import FactChanges, fact_changes, fact_draft
 from facts.models import Fact
 from facts.selectors.facts import fact_count, fact_entities, fact_get, fact_history, fact_list
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import tenant_draft
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.services import tenant_create
@@ -62,7 +64,13 @@ def _reaches(tenant, fact_id: int) -> list[Callable[[], Any]]:
         partial(fact_history, tenant=tenant, fact_id=fact_id),
         partial(fact_entities, tenant=tenant, fact_id=fact_id),
         partial(services.fact_feedback, tenant=tenant, fact_id=fact_id, helpful=False, actor=ACTOR),
-        partial(services.fact_update, tenant=tenant, fact_id=fact_id, trust_delta=-1, actor=ACTOR),
+        partial(
+            services.fact_update,
+            tenant=tenant,
+            fact_id=fact_id,
+            changes=FactChanges(trust_delta=-1.0),
+            actor=ACTOR,
+        ),
         partial(services.fact_remove, tenant=tenant, fact_id=fact_id, actor=ACTOR),
         partial(services.fact_restore, tenant=tenant, fact_id=fact_id, actor=ACTOR),
         partial(services.fact_purge, tenant=tenant, fact_id=fact_id, actor=ACTOR, reason="test"),
@@ -78,18 +86,25 @@ class TenantIsolationProperty(TestCase):
     )
     @given(plan=st.lists(operations, min_size=1, max_size=20), seed=st.randoms())
     def test_no_tenant_reaches_another(self, plan, seed) -> None:
-        tenants = [tenant_create(slug=f"t{i}", name=f"T{i}", actor=ACTOR) for i in range(TENANTS)]
+        tenants = [
+            tenant_create(actor=ACTOR, draft=tenant_draft({"slug": f"t{i}", "name": f"T{i}"}))
+            for i in range(TENANTS)
+        ]
         owned: dict[int, list[int]] = {t.pk: [] for t in tenants}
         for action, index, value in plan:
             tenant = tenants[index]
             mine = owned[tenant.pk]
             if action == "fact":
-                result = services.fact_add(tenant=tenant, content=value, actor=ACTOR)
+                result = services.fact_add(
+                    tenant=tenant, actor=ACTOR, draft=fact_draft({"content": value})
+                )
                 if result.created:
                     mine.append(result.fact.pk)
             elif action == "turn":
                 fact = services.fact_add(
-                    tenant=tenant, content=value, kind="turn", session_id="s", actor=ACTOR
+                    tenant=tenant,
+                    actor=ACTOR,
+                    draft=fact_draft({"content": value, "kind": "turn", "session_id": "s"}),
                 ).fact
                 mine.append(fact.pk)
             elif mine and action == "feedback":
@@ -99,7 +114,10 @@ class TenantIsolationProperty(TestCase):
             elif mine and action == "update":
                 try:
                     services.fact_update(
-                        tenant=tenant, fact_id=seed.choice(mine), content=value, actor=ACTOR
+                        tenant=tenant,
+                        fact_id=seed.choice(mine),
+                        actor=ACTOR,
+                        changes=fact_changes({"content": value}),
                     )
                 except InvalidInput:
                     pass  # the same text as another fact of the scope: refused, nothing changed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from celery import current_app
 
+from facts.inputs import fact_draft
 from facts.models import Fact
 from facts.services import fact_add
 from facts.tasks import (
@@ -58,7 +59,8 @@ def test_every_job_the_services_send_by_name_is_a_registered_task() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_job_sent_by_name_runs_its_task(tenant, system_actor) -> None:
-    fact = fact_add(tenant=tenant, content="The build runs on Fridays", actor=system_actor).fact
+    draft = fact_draft({"content": "The build runs on Fridays"})
+    fact = fact_add(tenant=tenant, draft=draft, actor=system_actor).fact
     at = "2026-01-01T00:00:00+00:00"
     current_app.conf.task_always_eager = True
     try:

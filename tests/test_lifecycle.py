@@ -16,6 +16,7 @@ from django.utils import timezone
 from facts import services
 from facts.bundles import bundle_open
 from facts.importance import importance_recompute
+from facts.inputs import fact_changes, fact_draft
 from facts.models import Fact, FactEntity, FactEvent, FactVector, RetentionRun, Status
 from facts.retention import (
     retention_dry_run,
@@ -26,6 +27,7 @@ from facts.retention import (
 )
 from facts.selectors.facts import fact_history, fact_list
 from retrieval.context import context_build
+from tenants.inputs import retention_changes
 from tenants.scope import tenant_scope
 from tenants.services import retention_policy_update
 from tests.api_fixtures import bearer, signed_in
@@ -41,7 +43,9 @@ def archives(settings, tmp_path) -> Path:
 
 
 def add(tenant, actor, content: str, **kw) -> Fact:
-    return services.fact_add(tenant=tenant, content=content, actor=actor, **kw).fact
+    return services.fact_add(
+        tenant=tenant, actor=actor, draft=fact_draft({"content": content, **kw})
+    ).fact
 
 
 def age(tenant, fact: Fact, days: int, **fields) -> None:
@@ -88,7 +92,10 @@ def test_pin_puts_a_fact_first_in_the_known_facts_and_lists(tenant, owner_actor)
     for fact in facts[1:]:
         services.fact_feedback(tenant=tenant, fact_id=fact.pk, helpful=True, actor=owner_actor)
     pinned = services.fact_update(
-        tenant=tenant, fact_id=facts[0].pk, actor=owner_actor, pinned=True
+        tenant=tenant,
+        fact_id=facts[0].pk,
+        actor=owner_actor,
+        changes=fact_changes({"pinned": True}),
     )
     assert pinned.pinned and pinned.importance == 1.0
     block = context_build(tenant=tenant)
@@ -100,7 +107,10 @@ def test_pin_puts_a_fact_first_in_the_known_facts_and_lists(tenant, owner_actor)
     history = fact_history(tenant=tenant, fact_id=facts[0].pk)
     assert history[-1].action == "update" and history[-1].after == {"pinned": True}
     unpinned = services.fact_update(
-        tenant=tenant, fact_id=facts[0].pk, actor=owner_actor, pinned=False
+        tenant=tenant,
+        fact_id=facts[0].pk,
+        actor=owner_actor,
+        changes=fact_changes({"pinned": False}),
     )
     assert not unpinned.pinned and unpinned.importance < 1
 
@@ -173,10 +183,16 @@ def test_a_run_archives_into_a_bundle_then_purges_everywhere(
     with tenant_scope(tenant):
         links = FactEntity.objects.for_tenant(tenant).filter(fact_id=stale.pk).count()
     retention_policy_update(
-        tenant=tenant, actor=owner_actor,
-        changes={"archive_after_days_unretrieved": 365, "archive_below_trust": 0.3,
-                 "purge_archived_after_days": 30},
-    )  # fmt: skip
+        tenant=tenant,
+        actor=owner_actor,
+        changes=retention_changes(
+            {
+                "archive_after_days_unretrieved": 365,
+                "archive_below_trust": 0.3,
+                "purge_archived_after_days": 30,
+            }
+        ),
+    )
     dry = retention_dry_run(tenant=tenant, actor=owner_actor)
     assert dry.counts["archive"] == 2 and fresh(tenant, stale).status == Status.ACTIVE
 
@@ -245,7 +261,9 @@ def test_the_fact_pages_purge_also_takes_the_fact_out_of_its_bundle(
 ) -> None:
     fact = add(tenant, owner_actor, "Mallory's home address is 12 Elm Street", trust=0.1)
     other = add(tenant, owner_actor, "Trent's address is 4 Oak Lane", trust=0.1)
-    retention_policy_update(tenant=tenant, actor=owner_actor, changes={"archive_below_trust": 0.3})
+    retention_policy_update(
+        tenant=tenant, actor=owner_actor, changes=retention_changes({"archive_below_trust": 0.3})
+    )
     run_now(tenant, owner_actor)
     services.fact_restore(tenant=tenant, fact_id=fact.pk, actor=owner_actor)  # back, then purged
     services.fact_purge(tenant=tenant, fact_id=fact.pk, actor=owner_actor, reason="asked to")
@@ -258,8 +276,8 @@ def test_legal_hold_touches_nothing(tenant, owner_actor, archives) -> None:
     age(tenant, fact, 400)
     retention_policy_update(
         tenant=tenant, actor=owner_actor,
-        changes={"archive_after_days_unretrieved": 1, "archive_below_trust": 0.5,
-                 "max_active_facts": 1, "purge_archived_after_days": 1, "legal_hold": True},
+        changes=retention_changes({"archive_after_days_unretrieved": 1, "archive_below_trust": 0.5,
+                 "max_active_facts": 1, "purge_archived_after_days": 1, "legal_hold": True}),
     )  # fmt: skip
     assert retention_dry_run(tenant=tenant, actor=owner_actor).counts["archive"] == 0
     run = run_now(tenant, owner_actor)
@@ -278,7 +296,9 @@ def test_the_cap_archives_the_least_important_first(tenant, owner_actor, archive
     facts = [add(tenant, owner_actor, f"Runbook step {i} for the release") for i in range(4)]
     for fact in facts[2:]:
         services.fact_feedback(tenant=tenant, fact_id=fact.pk, helpful=True, actor=owner_actor)
-    retention_policy_update(tenant=tenant, actor=owner_actor, changes={"max_active_facts": 2})
+    retention_policy_update(
+        tenant=tenant, actor=owner_actor, changes=retention_changes({"max_active_facts": 2})
+    )
     run = run_now(tenant, owner_actor)
     assert run.counts["over_limit"] == 2
     assert [fresh(tenant, f).status for f in facts] == ["archived", "archived", "active", "active"]
@@ -306,7 +326,9 @@ def test_the_sweep_starts_runs_when_their_interval_has_passed(tenant, owner_acto
     with tenant_scope(tenant):
         RetentionRun.objects.for_tenant(tenant).update(status="done")
     assert all(t != tenant.pk for t, _ in retention_sweep())  # not due for 24 hours
-    retention_policy_update(tenant=tenant, actor=owner_actor, changes={"run_every_hours": 1})
+    retention_policy_update(
+        tenant=tenant, actor=owner_actor, changes=retention_changes({"run_every_hours": 1})
+    )
     with tenant_scope(tenant):
         RetentionRun.objects.for_tenant(tenant).update(
             created_at=timezone.now() - timedelta(hours=2)
@@ -318,7 +340,7 @@ def test_the_retention_page_runs_dry_and_now(world, owner, auditor, outsider, ar
     client = Client()
     client.force_login(owner)
     retention_policy_update(
-        tenant=world.tenant, actor=_actor(owner), changes={"max_active_facts": 1}
+        tenant=world.tenant, actor=_actor(owner), changes=retention_changes({"max_active_facts": 1})
     )
     response = client.post("/t/acme/retention/run", {"dry_run": "true"}, follow=True)
     text = response.content.decode()
@@ -372,10 +394,13 @@ def test_the_audit_trail_refuses_every_change_but_a_purge_redaction(tenant, owne
 def test_deleting_a_tenant_takes_its_archives_too(
     tenant, owner_actor, system_actor, archives, django_capture_on_commit_callbacks
 ) -> None:
+    from tenants.inputs import retention_changes
     from tenants.services import tenant_delete
 
     add(tenant, owner_actor, "A doubtful note", trust=0.1)
-    retention_policy_update(tenant=tenant, actor=owner_actor, changes={"archive_below_trust": 0.3})
+    retention_policy_update(
+        tenant=tenant, actor=owner_actor, changes=retention_changes({"archive_below_trust": 0.3})
+    )
     run_now(tenant, owner_actor)
     assert any((archives / str(tenant.pk)).iterdir())
     with django_capture_on_commit_callbacks(execute=True):

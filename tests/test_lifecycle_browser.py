@@ -10,6 +10,7 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from facts import services as fact_services  # noqa: E402
+from facts.inputs import fact_draft
 from facts.models import Fact  # noqa: E402
 from tenants.scope import tenant_scope  # noqa: E402
 from tests.test_web_browser import Session  # noqa: E402
@@ -29,10 +30,16 @@ def test_an_admin_pins_a_fact_and_runs_retention(
     tmp_path,  # noqa: F811
 ) -> None:
     settings.MNEMOSYNE_ARCHIVE_DIR = tmp_path / "archives"
-    keep = fact_services.fact_add(tenant=tenant, content="Deploys need two approvals",
-                                  actor=system_actor, trust=0.1).fact  # fmt: skip
-    doubt = fact_services.fact_add(tenant=tenant, content="The printer is on floor 3",
-                                   actor=system_actor, trust=0.1).fact  # fmt: skip
+    keep = fact_services.fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Deploys need two approvals", "trust": 0.1}),
+    ).fact
+    doubt = fact_services.fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "The printer is on floor 3", "trust": 0.1}),
+    ).fact
     owner.set_password("pw-olivia-123")
     owner.save()
     admin = Session(browser, live_server.url, "lifecycle")

@@ -22,6 +22,7 @@ from facts.retention import retention_run_start
 from facts.services import content_hash
 from memoryadmin.models import ServiceHeartbeat
 from tenants.actors import Actor
+from tenants.inputs import retention_changes, tenant_draft
 from tenants.scope import tenant_scope
 from tenants.services import retention_policy_update, tenant_create
 from tests.helpers import PYTHON, REPO, child_env, database_url, wait_for
@@ -85,7 +86,9 @@ def _bulk_facts(tenant, count: int, **fields) -> list[int]:
 def test_a_worker_killed_mid_embedding_batch_loses_and_repeats_nothing(tmp_path: Path) -> None:
     from facts.tasks import facts_embed_pending
 
-    tenant = tenant_create(slug="embedcrash", name="Embed crash", actor=ACTOR)
+    tenant = tenant_create(
+        actor=ACTOR, draft=tenant_draft({"slug": "embedcrash", "name": "Embed crash"})
+    )
     ids = _bulk_facts(tenant, 700)
     log = tmp_path / "worker.log"
     worker, _ = _start(log, tmp_path / "archives")
@@ -112,7 +115,9 @@ def test_a_worker_killed_mid_embedding_batch_loses_and_repeats_nothing(tmp_path:
 def test_a_worker_killed_mid_retention_run_does_every_step_once(tmp_path: Path) -> None:
     from facts.tasks import retention_run, retention_sweep
 
-    tenant = tenant_create(slug="retcrash", name="Retention crash", actor=ACTOR)
+    tenant = tenant_create(
+        actor=ACTOR, draft=tenant_draft({"slug": "retcrash", "name": "Retention crash"})
+    )
     doubtful = _bulk_facts(tenant, 2400, trust_score=0.1)
     with tenant_scope(tenant):
         old = [
@@ -132,7 +137,7 @@ def test_a_worker_killed_mid_retention_run_does_every_step_once(tmp_path: Path) 
         ]
     retention_policy_update(
         tenant=tenant, actor=ACTOR,
-        changes={"archive_below_trust": 0.3, "purge_archived_after_days": 30},
+        changes=retention_changes({"archive_below_trust": 0.3, "purge_archived_after_days": 30}),
     )  # fmt: skip
     archives = tmp_path / "archives"
     log = tmp_path / "worker.log"

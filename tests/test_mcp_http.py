@@ -221,12 +221,14 @@ def test_bad_arguments_get_a_tool_error_naming_the_argument(live_server, mcp_tea
 
 
 def test_resources_and_the_prompt(live_server, mcp_team, system_actor) -> None:
+    from facts.inputs import fact_draft
     from facts.services import fact_add
 
     kept = fact_add(
-        tenant=mcp_team.tenant, content="The staging database is db-stage-2", actor=system_actor,
-        category="project",
-    ).fact  # fmt: skip
+        tenant=mcp_team.tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "The staging database is db-stage-2", "category": "project"}),
+    ).fact
 
     async def read() -> dict[str, Any]:
         async with http_session(live_server.url, mcp_team.write) as session:
@@ -377,13 +379,20 @@ def test_malformed_requests_get_a_clear_4xx_or_json_rpc_error_never_a_5xx(
 def test_a_key_limited_to_a_scope_reads_and_writes_only_there_over_http(
     live_server, mcp_team, system_actor
 ) -> None:
+    from facts.inputs import fact_draft
     from facts.services import fact_add
     from tenants.services import apikey_create
 
-    inside = fact_add(tenant=mcp_team.tenant, content="Team A ships on Mondays",
-                      actor=system_actor, scope="team:a/project:x").fact  # fmt: skip
-    sibling = fact_add(tenant=mcp_team.tenant, content="Team AB ships on Mondays too",
-                       actor=system_actor, scope="team:ab").fact  # fmt: skip
+    inside = fact_add(
+        tenant=mcp_team.tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Team A ships on Mondays", "scope": "team:a/project:x"}),
+    ).fact
+    sibling = fact_add(
+        tenant=mcp_team.tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Team AB ships on Mondays too", "scope": "team:ab"}),
+    ).fact
     limited = apikey_create(
         tenant=mcp_team.tenant, name="team-a", actor=system_actor, scope_prefix="team:a"
     )

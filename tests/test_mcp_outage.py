@@ -71,7 +71,9 @@ def web_on_own_database() -> Iterator[tuple[Any, Web, str]]:
         made = subprocess.run(
             [PYTHON, "-m", "memoryadmin.cli", "shell", "-c",
              "from tenants.actors import Actor; from tenants.services import *; "
-             "t = tenant_create(slug='ops', name='Ops', actor=Actor.job('test')); "
+             "from tenants.inputs import tenant_draft; "
+             "t = tenant_create(draft=tenant_draft({'slug': 'ops', 'name': 'Ops'}), "
+             "actor=Actor.job('test')); "
              "print(apikey_create(tenant=t, name='cursor', actor=Actor.job('test')).token)"],
             env=env, cwd=REPO, check=True, timeout=120, capture_output=True, text=True,
         )  # fmt: skip

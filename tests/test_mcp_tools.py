@@ -38,12 +38,19 @@ def test_scopes_are_paths() -> None:
 
 
 def test_a_key_scope_prefix_bounds_what_it_reads_and_writes(key, system_actor) -> None:
+    from facts.inputs import fact_draft
     from facts.services import fact_add
 
-    inside = fact_add(tenant=key.tenant, content="Team A ships on Mondays", actor=system_actor,
-                      scope="team:a/project:x").fact  # fmt: skip
-    sibling = fact_add(tenant=key.tenant, content="Team AB ships on Mondays too",
-                       actor=system_actor, scope="team:ab").fact  # fmt: skip
+    inside = fact_add(
+        tenant=key.tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Team A ships on Mondays", "scope": "team:a/project:x"}),
+    ).fact
+    sibling = fact_add(
+        tenant=key.tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Team AB ships on Mondays too", "scope": "team:ab"}),
+    ).fact
     team_a = _bound(key, scope="team:a")
 
     found = _call(team_a, "memory_search", query="ships on Mondays")
@@ -120,9 +127,12 @@ def test_update_and_remove_are_audited_with_the_key(key) -> None:
 
 
 def test_a_read_only_binding_sees_and_changes_nothing_it_may_not(key, system_actor) -> None:
+    from facts.inputs import fact_draft
     from facts.services import fact_add
 
-    fact = fact_add(tenant=key.tenant, content="Read me", actor=system_actor).fact
+    fact = fact_add(
+        tenant=key.tenant, actor=system_actor, draft=fact_draft({"content": "Read me"})
+    ).fact
     reader = _bound(key, rights=("read",))
     assert {tool.need for tool in tools_for(reader)} == {"read"}
     for name, arguments in (

@@ -12,6 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from facts import services as fact_services
+from facts.inputs import fact_draft
 from tenants import selectors, services
 from tenants.errors import InvalidInput, NotFound
 from tests.api_fixtures import bearer, signed_in
@@ -245,7 +246,9 @@ def scoped(world, system_actor):
         ("team:a2", "Team A2 secret tea plans"),
         ("team:b", "Team B tea budget is 40k"),
     ]:
-        fact_services.fact_add(tenant=tenant, content=text, scope=scope, actor=system_actor)
+        fact_services.fact_add(
+            tenant=tenant, actor=system_actor, draft=fact_draft({"content": text, "scope": scope})
+        )
     created = services.apikey_create(
         tenant=tenant, name="team-a", actor=system_actor, scope_prefix="team:a"
     )

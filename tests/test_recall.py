@@ -13,16 +13,19 @@ from django.utils import timezone
 
 from facts import services
 from facts.embedding import facts_embed_batch
+from facts.inputs import fact_draft
 from facts.models import Fact, FactVector
 from facts.selectors.facts import fact_get
 from memoryadmin.roles import as_owner
 from retrieval import search
 from retrieval.context import context_build, context_cached
 from retrieval.embedders import get_embedder
+from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from retrieval.tokens import count_tokens
 from retrieval.vectors import index_name
 from tenants.errors import InvalidInput
+from tenants.inputs import tenant_draft
 from tenants.scope import tenant_scope
 from tenants.services import tenant_create
 
@@ -39,7 +42,10 @@ FACTS = [
 
 
 def _store(tenant, actor, texts=FACTS, embed=True, **kw) -> list[Fact]:
-    facts = [services.fact_add(tenant=tenant, content=t, actor=actor, **kw).fact for t in texts]
+    facts = [
+        services.fact_add(tenant=tenant, actor=actor, draft=fact_draft({"content": t, **kw})).fact
+        for t in texts
+    ]
     if embed:
         while facts_embed_batch(tenant=tenant):
             pass
@@ -47,7 +53,10 @@ def _store(tenant, actor, texts=FACTS, embed=True, **kw) -> list[Fact]:
 
 
 def _top(tenant, query: str, **kw) -> list[str]:
-    return [h.fact.content for h in recall_search(tenant=tenant, query=query, **kw).hits]
+    return [
+        h.fact.content
+        for h in recall_search(tenant=tenant, query=recall_query({"query": query, **kw})).hits
+    ]
 
 
 def test_english_and_chinese_questions_find_their_facts(tenant, system_actor) -> None:
@@ -60,16 +69,25 @@ def test_english_and_chinese_questions_find_their_facts(tenant, system_actor) ->
 
 def test_a_fact_is_found_by_full_text_before_it_is_embedded(tenant, system_actor) -> None:
     _store(tenant, system_actor, embed=False)
-    hits = recall_search(tenant=tenant, query="peanuts allergy").hits
+    hits = recall_search(tenant=tenant, query=recall_query({"query": "peanuts allergy"})).hits
     assert hits[0].fact.content == FACTS[2]
     assert hits[0].channels["fts"] == 1.0 and hits[0].channels["vec"] == 0.0
 
 
 def test_a_word_first_stored_after_the_statistics_is_found_at_once(tenant, system_actor):
     _store(tenant, system_actor, embed=False)
-    recall_search(tenant=tenant, query="tea")  # computes the tenant's full-text statistics
-    services.fact_add(tenant=tenant, content="A quokka lives on Rottnest", actor=system_actor)
-    hits = recall_search(tenant=tenant, query="Where does the quokka live?", channels=["fts"]).hits
+    recall_search(
+        tenant=tenant, query=recall_query({"query": "tea"})
+    )  # computes the tenant's full-text statistics
+    services.fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "A quokka lives on Rottnest"}),
+    )
+    hits = recall_search(
+        tenant=tenant,
+        query=recall_query({"query": "Where does the quokka live?", "channels": ["fts"]}),
+    ).hits
     assert [h.fact.content for h in hits] == ["A quokka lives on Rottnest"]
 
 
@@ -86,7 +104,10 @@ def test_common_words_still_put_the_fact_that_has_them_all_first(
     # read, so candidates come from the facts that share the most of the query's words.
     monkeypatch.setattr(search, "FTS_EXACT", 5)
     monkeypatch.setattr(search, "FTS_TOUCH", 5)
-    hits = recall_search(tenant=tenant, query="Who owns the Orion release?", channels=["fts"])
+    hits = recall_search(
+        tenant=tenant,
+        query=recall_query({"query": "Who owns the Orion release?", "channels": ["fts"]}),
+    )
     assert hits.hits[0].fact.content == "Dana owns the Orion release"
     assert len(hits.hits) > 1, "the cascade goes on to facts that share fewer words"
 
@@ -149,7 +170,9 @@ def test_the_entity_channel_pulls_in_facts_about_the_people_asked_about(tenant, 
         system_actor,
         texts=["Alice's laptop is a ThinkPad", "Yesterday Bob fixed it", "tea"],
     )
-    hits = recall_search(tenant=tenant, query="What did Bob do?", channels=["entity"]).hits
+    hits = recall_search(
+        tenant=tenant, query=recall_query({"query": "What did Bob do?", "channels": ["entity"]})
+    ).hits
     assert [h.fact.content for h in hits] == ["Yesterday Bob fixed it"]
     assert hits[0].channels == {"entity": 1.0}
 
@@ -160,7 +183,7 @@ def test_the_entity_channel_pulls_in_facts_about_the_people_asked_about(tenant, 
 )
 def test_no_query_text_can_break_recall(tenant, system_actor, query) -> None:
     _store(tenant, system_actor, embed=False)
-    result = recall_search(tenant=tenant, query=query)
+    result = recall_search(tenant=tenant, query=recall_query({"query": query}))
     assert isinstance(result.hits, list)
 
 
@@ -178,56 +201,80 @@ def test_no_query_text_can_break_recall(tenant, system_actor, query) -> None:
 )
 def test_bad_recall_arguments_are_named(tenant, kwargs, field) -> None:
     with pytest.raises(InvalidInput) as error:
-        recall_search(tenant=tenant, **kwargs)
+        recall_search(tenant=tenant, query=recall_query({**kwargs}))
     assert error.value.field == field
 
 
 def test_filters_trust_and_status(tenant, system_actor) -> None:
     work = services.fact_add(
         tenant=tenant,
-        content="the deploy key lives in the vault",
-        scope="user:alice/project:beta",
-        category="project",
         actor=system_actor,
+        draft=fact_draft(
+            {
+                "content": "the deploy key lives in the vault",
+                "scope": "user:alice/project:beta",
+                "category": "project",
+            }
+        ),
     ).fact
     services.fact_add(
-        tenant=tenant, content="the deploy key of my blog", scope="user:bob", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "the deploy key of my blog", "scope": "user:bob"}),
     )
     doubtful = services.fact_add(
-        tenant=tenant, content="the deploy key is on a sticky note", trust=0.2, actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "the deploy key is on a sticky note", "trust": 0.2}),
     ).fact
     removed = services.fact_add(
-        tenant=tenant, content="the deploy key is in git", actor=system_actor
+        tenant=tenant, actor=system_actor, draft=fact_draft({"content": "the deploy key is in git"})
     ).fact
     services.fact_remove(tenant=tenant, fact_id=removed.pk, actor=system_actor)
-    all_ids = {h.fact.pk for h in recall_search(tenant=tenant, query="deploy key").hits}
+    all_ids = {
+        h.fact.pk
+        for h in recall_search(tenant=tenant, query=recall_query({"query": "deploy key"})).hits
+    }
     assert removed.pk not in all_ids, "a removed fact leaves retrieval"
     assert doubtful.pk not in all_ids, "below the tenant's min_trust (0.3)"
     assert doubtful.pk in {
-        h.fact.pk for h in recall_search(tenant=tenant, query="deploy key", min_trust=0).hits
+        h.fact.pk
+        for h in recall_search(
+            tenant=tenant, query=recall_query({"query": "deploy key", "min_trust": 0})
+        ).hits
     }
-    scoped = recall_search(tenant=tenant, query="deploy key", scope="user:alice").hits
+    scoped = recall_search(
+        tenant=tenant, query=recall_query({"query": "deploy key", "scope": "user:alice"})
+    ).hits
     assert [h.fact.pk for h in scoped] == [work.pk]
     assert [
-        h.fact.pk for h in recall_search(tenant=tenant, query="deploy", category="project").hits
+        h.fact.pk
+        for h in recall_search(
+            tenant=tenant, query=recall_query({"query": "deploy", "category": "project"})
+        ).hits
     ] == [work.pk]
 
 
 def test_trust_and_age_order_equally_relevant_facts(tenant, system_actor) -> None:
     old = services.fact_add(
         tenant=tenant,
-        content="standup moved to ten",
-        created_at=timezone.now() - timedelta(days=180),
         actor=system_actor,
+        draft=fact_draft(
+            {"content": "standup moved to ten", "created_at": timezone.now() - timedelta(days=180)}
+        ),
     ).fact
-    new = services.fact_add(tenant=tenant, content="standup moved to 10", actor=system_actor).fact
-    decayed = recall_search(tenant=tenant, query="standup moved", half_life_days=90).hits
+    new = services.fact_add(
+        tenant=tenant, actor=system_actor, draft=fact_draft({"content": "standup moved to 10"})
+    ).fact
+    decayed = recall_search(
+        tenant=tenant, query=recall_query({"query": "standup moved", "half_life_days": 90})
+    ).hits
     assert [h.fact.pk for h in decayed] == [new.pk, old.pk]
     assert decayed[1].factors["decay"] == pytest.approx(0.25, abs=0.01)
     for _ in range(6):
         services.fact_feedback(tenant=tenant, fact_id=old.pk, helpful=True, actor=system_actor)
     services.fact_feedback(tenant=tenant, fact_id=new.pk, helpful=False, actor=system_actor)
-    trusted = recall_search(tenant=tenant, query="standup moved").hits
+    trusted = recall_search(tenant=tenant, query=recall_query({"query": "standup moved"})).hits
     assert trusted[0].fact.pk == old.pk, "decay is off by default: the trusted fact leads"
     assert trusted[0].explain()["factors"]["trust"] == pytest.approx(0.8)
 
@@ -241,12 +288,18 @@ def test_conversation_turns_lift_their_neighbours(tenant, system_actor) -> None:
     ]
     for speaker, text in lines:
         services.fact_add(
-            tenant=tenant, content=text, kind="turn", session_id="s1", speaker=speaker,
+            tenant=tenant,
             actor=system_actor,
-        )  # fmt: skip
+            draft=fact_draft(
+                {"content": text, "kind": "turn", "session_id": "s1", "speaker": speaker}
+            ),
+        )
     while facts_embed_batch(tenant=tenant):
         pass
-    hits = recall_search(tenant=tenant, query="Where did Caroline go hiking?", kind="turn").hits
+    hits = recall_search(
+        tenant=tenant,
+        query=recall_query({"query": "Where did Caroline go hiking?", "kind": "turn"}),
+    ).hits
     assert hits[0].fact.content == "Yosemite, we hiked to Half Dome"
     assert hits[0].factors["speaker"] > 0 and hits[0].factors["neighbour"] > 0
 
@@ -264,13 +317,24 @@ def test_the_turns_next_to_a_candidate_join_it_scored_by_every_channel(
     ]
     for position, (speaker, text) in enumerate(lines):
         services.fact_add(
-            tenant=tenant, content=text, kind="turn", session_id="s1", position=position,
-            speaker=speaker, actor=system_actor,
-        )  # fmt: skip
+            tenant=tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {
+                    "content": text,
+                    "kind": "turn",
+                    "session_id": "s1",
+                    "position": position,
+                    "speaker": speaker,
+                }
+            ),
+        )
     while facts_embed_batch(tenant=tenant):
         pass
     monkeypatch.setattr(search, "CANDIDATES", 1)  # each channel brings its single best turn
-    hits = recall_search(tenant=tenant, query="Yosemite Half Dome hike", kind="turn").hits
+    hits = recall_search(
+        tenant=tenant, query=recall_query({"query": "Yosemite Half Dome hike", "kind": "turn"})
+    ).hits
     found = {h.fact.content: h for h in hits}
     assert hits[0].fact.content == lines[4][1]
     # The turns before and after it came in as neighbours, and both channels scored them.
@@ -285,7 +349,9 @@ def test_an_outsider_recalls_nothing_of_this_tenant(tenant, other_tenant, system
     _store(tenant, system_actor)
     _store(other_tenant, system_actor, texts=["Globex keeps its secrets in Springfield"])
     for query in FACTS:
-        hits = recall_search(tenant=other_tenant, query=query, min_trust=0).hits
+        hits = recall_search(
+            tenant=other_tenant, query=recall_query({"query": query, "min_trust": 0})
+        ).hits
         assert {h.fact.tenant_id for h in hits} <= {other_tenant.pk}
     block = context_build(tenant=other_tenant, query="Alice tea Northstar 老王")
     assert "Alice" not in block.text and "老王" not in block.text
@@ -334,7 +400,7 @@ def test_full_text_search_uses_its_index_under_row_level_security(tenant, system
 
 @pytest.mark.django_db(transaction=True)
 def test_a_small_tenant_among_large_ones_still_gets_its_k_best(tenant, system_actor) -> None:
-    big = tenant_create(slug="big", name="Big", actor=system_actor)
+    big = tenant_create(actor=system_actor, draft=tenant_draft({"slug": "big", "name": "Big"}))
     mine = _store(tenant, system_actor, texts=[f"release checklist item {i}" for i in range(5)])
     embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
     query_vector = embedder.embed(["release checklist"], purpose="query")[0]
@@ -379,7 +445,8 @@ def test_a_small_tenant_among_large_ones_still_gets_its_k_best(tenant, system_ac
 
         with connection.execute_wrapper(explain):
             hits = recall_search(
-                tenant=tenant, query="release checklist", k=5, channels=["vec"]
+                tenant=tenant,
+                query=recall_query({"query": "release checklist", "k": 5, "channels": ["vec"]}),
             ).hits
         assert index_name(embedder.name) in plans[0], plans[0]
         assert sorted(h.fact.pk for h in hits) == sorted(f.pk for f in mine)
@@ -404,9 +471,12 @@ def test_context_levels_are_deduplicated_and_fit_the_budget(tenant, system_actor
     _store(tenant, system_actor)
     for text in ["Let's plan the Northstar beta", "Friday works for me"]:
         services.fact_add(
-            tenant=tenant, content=text, kind="turn", session_id="s9", speaker="Dana",
+            tenant=tenant,
             actor=system_actor,
-        )  # fmt: skip
+            draft=fact_draft(
+                {"content": text, "kind": "turn", "session_id": "s9", "speaker": "Dana"}
+            ),
+        )
     block = context_build(
         tenant=tenant, query="When does Northstar ship?", session_id="s9", hot_restore=True
     )
@@ -425,7 +495,9 @@ def test_the_prefetch_cache_is_invalidated_by_any_write(tenant, system_actor) ->
     _store(tenant, system_actor, embed=False)
     first = context_cached(tenant=tenant, query="who likes tea?")
     assert context_cached(tenant=tenant, query="who likes tea?").text == first.text
-    services.fact_add(tenant=tenant, content="Carol likes tea too", actor=system_actor)
+    services.fact_add(
+        tenant=tenant, actor=system_actor, draft=fact_draft({"content": "Carol likes tea too"})
+    )
     assert "Carol likes tea too" in context_cached(tenant=tenant, query="who likes tea?").text
 
 

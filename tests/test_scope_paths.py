@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from facts.inputs import fact_draft
 from facts.selectors.facts import fact_list
 from facts.services import fact_add
 from mcp_server.tools import Binding, tool_call
 from retrieval.context import context_build
+from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from tenants.actors import Actor
 from tenants.scope import scope_within
@@ -24,11 +26,27 @@ def beta(tenant, system_actor) -> dict[str, dict[str, int]]:
     """In each scope: a fact about the release train, and turns of one session named after it."""
     made: dict[str, dict[str, int]] = {}
     for scope in SCOPES:
-        fact = fact_add(tenant=tenant, content=f"The release train for {scope} leaves on Tuesday",
-                        actor=system_actor, scope=scope).fact  # fmt: skip
-        turn = fact_add(tenant=tenant, content=f"We talked about the release train of {scope}",
-                        actor=system_actor, scope=scope, kind="turn", session_id="s-1",
-                        position=SCOPES.index(scope), speaker="user").fact  # fmt: skip
+        fact = fact_add(
+            tenant=tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {"content": f"The release train for {scope} leaves on Tuesday", "scope": scope}
+            ),
+        ).fact
+        turn = fact_add(
+            tenant=tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {
+                    "content": f"We talked about the release train of {scope}",
+                    "scope": scope,
+                    "kind": "turn",
+                    "session_id": "s-1",
+                    "position": SCOPES.index(scope),
+                    "speaker": "user",
+                }
+            ),
+        ).fact
         made[scope] = {"fact": fact.pk, "turn": turn.pk}
     return made
 
@@ -46,7 +64,10 @@ def test_the_helper_treats_slash_as_the_boundary() -> None:
 
 
 def test_recall_reads_the_path_not_the_sibling(tenant, beta) -> None:
-    hits = recall_search(tenant=tenant, query="release train Tuesday", scope="project:beta", k=20)
+    hits = recall_search(
+        tenant=tenant,
+        query=recall_query({"query": "release train Tuesday", "scope": "project:beta", "k": 20}),
+    )
     assert {h.fact.scope for h in hits.hits} == COVERED
 
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from tenants import selectors, services
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import retention_changes, settings_changes, tenant_draft
 from tenants.models import DEFAULT_TENANT_SETTINGS, ApiKey
 from tenants.scope import tenant_scope
 
@@ -37,18 +38,22 @@ def test_a_new_tenant_has_the_design_defaults_and_an_empty_retention_policy(tena
 )
 def test_tenant_create_validates(db, system_actor, slug, name, field) -> None:
     with pytest.raises(InvalidInput) as error:
-        services.tenant_create(slug=slug, name=name, actor=system_actor)
+        services.tenant_create(actor=system_actor, draft=tenant_draft({"slug": slug, "name": name}))
     assert error.value.field == field
 
 
 def test_slugs_are_unique(tenant, system_actor) -> None:
     with pytest.raises(InvalidInput, match="exists already"):
-        services.tenant_create(slug="acme", name="Another Acme", actor=system_actor)
+        services.tenant_create(
+            actor=system_actor, draft=tenant_draft({"slug": "acme", "name": "Another Acme"})
+        )
 
 
 def test_settings_update_is_validated_and_audited(tenant, owner_actor) -> None:
     services.tenant_update_settings(
-        tenant=tenant, changes={"half_life_days": 30, "token_budget": 2000}, actor=owner_actor
+        tenant=tenant,
+        changes=settings_changes({"half_life_days": 30, "token_budget": 2000}),
+        actor=owner_actor,
     )
     tenant.refresh_from_db()
     assert tenant.setting("half_life_days") == 30.0 and tenant.setting("token_budget") == 2000
@@ -72,7 +77,9 @@ def test_settings_update_is_validated_and_audited(tenant, owner_actor) -> None:
 )
 def test_bad_settings_are_refused(tenant, system_actor, changes, field) -> None:
     with pytest.raises(InvalidInput) as error:
-        services.tenant_update_settings(tenant=tenant, changes=changes, actor=system_actor)
+        services.tenant_update_settings(
+            tenant=tenant, changes=settings_changes(changes), actor=system_actor
+        )
     assert error.value.field == field
     tenant.refresh_from_db()
     assert tenant.effective_settings == DEFAULT_TENANT_SETTINGS
@@ -177,10 +184,14 @@ def test_retention_policy_update_and_clear(tenant, owner_actor) -> None:
     services.retention_policy_update(
         tenant=tenant,
         actor=owner_actor,
-        changes={"archive_after_days_unretrieved": 180, "archive_below_trust": 0.2},
+        changes=retention_changes(
+            {"archive_after_days_unretrieved": 180, "archive_below_trust": 0.2}
+        ),
     )
     policy = services.retention_policy_update(
-        tenant=tenant, actor=owner_actor, changes={"archive_below_trust": None, "legal_hold": True}
+        tenant=tenant,
+        actor=owner_actor,
+        changes=retention_changes({"archive_below_trust": None, "legal_hold": True}),
     )
     assert policy.archive_after_days_unretrieved == 180
     assert policy.archive_below_trust is None and policy.legal_hold is True
@@ -201,5 +212,7 @@ def test_retention_policy_update_and_clear(tenant, owner_actor) -> None:
 )
 def test_bad_retention_changes_are_refused(tenant, system_actor, changes) -> None:
     with pytest.raises(InvalidInput):
-        services.retention_policy_update(tenant=tenant, actor=system_actor, changes=changes)
+        services.retention_policy_update(
+            tenant=tenant, actor=system_actor, changes=retention_changes(changes)
+        )
     assert selectors.retention_policy_get(tenant=tenant).legal_hold is False

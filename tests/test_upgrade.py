@@ -25,9 +25,10 @@ BEFORE_ROLES = "0005_lifecycle"  # tenants' last migration before the database r
 
 FILL = (
     "from tenants.actors import Actor; from tenants.services import *; "
+    "from tenants.inputs import tenant_draft; from facts.inputs import fact_draft; "
     "from facts.services import fact_add; a = Actor.job('test'); "
-    "t = tenant_create(slug='ops', name='Ops', actor=a); "
-    "fact_add(tenant=t, content='Ops deploys on Fridays', actor=a); "
+    "t = tenant_create(draft=tenant_draft({'slug': 'ops', 'name': 'Ops'}), actor=a); "
+    "fact_add(tenant=t, draft=fact_draft({'content': 'Ops deploys on Fridays'}), actor=a); "
     "print(apikey_create(tenant=t, name='hermes', actor=a).token)"
 )
 

@@ -11,8 +11,10 @@ from django.db import connection
 
 from facts import services
 from facts.embedding import facts_embed_batch
+from facts.inputs import fact_draft
 from facts.selectors.facts import fact_vectors
 from retrieval.embedders.use import USE_NAME
+from retrieval.inputs import recall_query
 from retrieval.models import VectorModel
 from retrieval.search import recall_search
 from retrieval.vectors import (
@@ -43,7 +45,11 @@ def _embed_all(tenant) -> None:
 
 
 def _vector_top(tenant, query: str) -> str:
-    return recall_search(tenant=tenant, query=query, channels=["vec"]).hits[0].fact.content
+    return (
+        recall_search(tenant=tenant, query=recall_query({"query": query, "channels": ["vec"]}))
+        .hits[0]
+        .fact.content
+    )
 
 
 def _index_exists(model: str) -> bool:
@@ -60,7 +66,7 @@ def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
     from retrieval import vectors
 
     for text in FACTS:
-        services.fact_add(tenant=tenant, content=text, actor=system_actor)
+        services.fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({"content": text}))
     _embed_all(tenant)
     assert serving_space().name == E5
 
@@ -72,7 +78,9 @@ def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
         f"switching models: {E5} serves recall while {USE_NAME} embeds the facts: 0 of 4 (0%)"
     ) in said.getvalue()
     during = services.fact_add(
-        tenant=tenant, content="Carol flies to Lisbon on Monday", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Carol flies to Lisbon on Monday"}),
     ).fact
     assert facts_embed_batch(tenant=tenant, limit=2) == 2, "the new fact, and one older"
     progress = vector_switch_progress()
@@ -90,7 +98,9 @@ def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
     _embed_all(tenant)
     assert vector_switch_finish() == USE_NAME
     assert serving_space().name == USE_NAME
-    assert recall_search(tenant=tenant, query="peanut allergy", channels=["vec"]).hits
+    assert recall_search(
+        tenant=tenant, query=recall_query({"query": "peanut allergy", "channels": ["vec"]})
+    ).hits
     assert _vector_top(tenant, "who cannot eat peanuts?") == FACTS[2]
 
     # The retired model's vectors and index go once no process can still be asking it.
@@ -117,7 +127,11 @@ class _Resized:
 
 
 def test_a_model_name_known_with_another_dimension_is_refused(tenant, system_actor) -> None:
-    services.fact_add(tenant=tenant, content="Bob is allergic to peanuts", actor=system_actor)
+    services.fact_add(
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Bob is allergic to peanuts"}),
+    )
     _embed_all(tenant)
     with pytest.raises(VectorModelMismatch, match="recorded with 384 dimensions.*gives 256"):
         vector_model_register(_Resized(), "onnx:/models/e5-resized")

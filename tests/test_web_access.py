@@ -17,6 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from facts import services as fact_services
+from facts.inputs import fact_draft
 from memoryadmin.web.pages import Need, PageSpec, TenantPage, registered_pages, tenant_page
 from tests.api_fixtures import World
 
@@ -265,7 +266,9 @@ def _grow(world: World, n: int) -> None:
     actor = world_actor()
     for i in range(n):
         fact = fact_services.fact_add(
-            tenant=world.tenant, content=f"Alice noted item {i} about tea", actor=actor
+            tenant=world.tenant,
+            actor=actor,
+            draft=fact_draft({"content": f"Alice noted item {i} about tea"}),
         ).fact
         fact_services.fact_feedback(tenant=world.tenant, fact_id=fact.pk, helpful=True, actor=actor)
         apikey_create(tenant=world.tenant, name=f"profile-{i}", actor=actor)

@@ -22,6 +22,7 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from facts import services as fact_services  # noqa: E402
+from facts.inputs import fact_draft
 from memoryadmin.web.pages import Need, registered_pages  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 
@@ -303,26 +304,34 @@ def acme(people, system_actor):
     """A tenant with data, arthur its auditor, oscar the admin of another tenant."""
     from django.contrib.auth import get_user_model
 
+    from tenants.inputs import tenant_draft
     from tenants.services import apikey_create, membership_set, tenant_create
 
     _, arthur = people
-    tenant = tenant_create(slug="acme", name="Acme", actor=system_actor)
-    other = tenant_create(slug="globex", name="Globex", actor=system_actor)
+    tenant = tenant_create(actor=system_actor, draft=tenant_draft({"slug": "acme", "name": "Acme"}))
+    other = tenant_create(
+        actor=system_actor, draft=tenant_draft({"slug": "globex", "name": "Globex"})
+    )
     membership_set(tenant=tenant, user=arthur, role="auditor", actor=system_actor)
     oscar = get_user_model().objects.create_user("oscar", password="pw-oscar-123")
     membership_set(tenant=other, user=oscar, role="admin", actor=system_actor)
     fact = fact_services.fact_add(
-        tenant=tenant, content="Alice prefers green tea", scope="user:alice", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Alice prefers green tea", "scope": "user:alice"}),
     ).fact
     fact_services.fact_feedback(tenant=tenant, fact_id=fact.pk, helpful=True, actor=system_actor)
     other_fact = fact_services.fact_add(
-        tenant=other, content="Globex ships on Tuesdays", actor=system_actor
+        tenant=other, actor=system_actor, draft=fact_draft({"content": "Globex ships on Tuesdays"})
     ).fact
     key = apikey_create(tenant=tenant, name="hermes", actor=system_actor).key
     coffee = fact_services.fact_add(
-        tenant=tenant, content="Alice prefers black coffee", scope="user:alice", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Alice prefers black coffee", "scope": "user:alice"}),
     ).fact
     from facts.models import Conflict
+    from tenants.inputs import tenant_draft
     from tenants.scope import tenant_scope
     from tenants.services import invitation_create
 
@@ -455,9 +464,10 @@ def test_an_admin_curates_entities_and_decides_a_conflict(
     the worker found is decided: all in the browser, each step seen on the page."""
     from playwright.sync_api import expect
 
+    from tenants.inputs import tenant_draft
     from tenants.services import tenant_create
 
-    tenant_create(slug="acme", name="Acme", actor=system_actor)
+    tenant_create(actor=system_actor, draft=tenant_draft({"slug": "acme", "name": "Acme"}))
     sam, _ = people
     admin = Session(browser, live_server.url, "curation")
     admin.sign_in("sam", "pw-sam-12345")

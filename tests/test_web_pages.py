@@ -18,6 +18,7 @@ import pytest
 from django.test import Client
 
 from facts import services as fact_services
+from facts.inputs import fact_draft
 from facts.selectors.facts import fact_get
 from retrieval.latency import (
     BUCKET_COUNT,
@@ -147,9 +148,16 @@ def test_the_translation_check_notices_a_stale_compiled_file(tmp_path) -> None:
 def test_the_facts_browser_filters_and_pages_newest_first(world: World, owner, system_actor):
     for i in range(55):
         fact_services.fact_add(
-            tenant=world.tenant, content=f"Note {i} on the kiln", actor=system_actor,
-            scope="project:kiln", trust=0.2 if i % 2 else 0.9,
-        )  # fmt: skip
+            tenant=world.tenant,
+            actor=system_actor,
+            draft=fact_draft(
+                {
+                    "content": f"Note {i} on the kiln",
+                    "scope": "project:kiln",
+                    "trust": 0.2 if i % 2 else 0.9,
+                }
+            ),
+        )
     client = _client(owner)
     first = _text(client.get("/t/acme/facts/?scope=project:kiln&order=newest"))
     assert first.count('class="fact-link"') == 50 and "Note 54 on the kiln" in first
@@ -188,7 +196,9 @@ def test_a_hand_made_cursor_is_a_clear_400_never_a_500(world, owner) -> None:
 
 def test_search_ranks_with_the_agents_hybrid_recall(world, owner, system_actor) -> None:
     fact_services.fact_add(
-        tenant=world.tenant, content="The kiln reaches 1300 degrees", actor=system_actor
+        tenant=world.tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "The kiln reaches 1300 degrees"}),
     )
     page = _text(_client(owner).get("/t/acme/facts/?q=green+tea"))
     assert "same hybrid recall agents use" in page
@@ -259,7 +269,9 @@ def test_the_fact_page_shows_entities_and_conflicts(world, owner, system_actor) 
     from tenants.scope import tenant_scope
 
     other = fact_services.fact_add(
-        tenant=world.tenant, content="Alice never drinks tea", actor=system_actor
+        tenant=world.tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Alice never drinks tea"}),
     ).fact
     with tenant_scope(world.tenant):
         a, b = sorted([world.fact.pk, other.pk])
@@ -278,12 +290,13 @@ def test_the_playground_shows_channels_left_out_facts_and_the_context_block(
     world, owner, system_actor
 ) -> None:
     tenant = world.tenant
-    add = fact_services.fact_add
-    add(tenant=tenant, content="Alice drinks green tea on Mondays", actor=system_actor,
-        trust=0.1)  # fmt: skip
-    add(tenant=tenant, content="Bob drinks green tea after lunch", actor=system_actor,
-        scope="user:bob")  # fmt: skip
-    gone = add(tenant=tenant, content="Carol drinks green tea too", actor=system_actor).fact
+
+    def add(**fields):
+        return fact_services.fact_add(tenant=tenant, actor=system_actor, draft=fact_draft(fields))
+
+    add(content="Alice drinks green tea on Mondays", trust=0.1)
+    add(content="Bob drinks green tea after lunch", scope="user:bob")
+    gone = add(content="Carol drinks green tea too").fact
     fact_services.fact_remove(tenant=tenant, fact_id=gone.pk, actor=system_actor)
     page = _text(_client(owner).get("/t/acme/recall/?q=green+tea&scope=user:alice&channels=fts"))
     results = re.search(r'<table id="recall-results">.*?</table>', page).group(0)
@@ -470,10 +483,20 @@ def test_the_audit_log_filters_and_exports_csv(world, owner, system_actor) -> No
 def test_the_dashboard_counts_and_charts(world, owner, system_actor) -> None:
     tenant = world.tenant
     turn = fact_services.fact_add(
-        tenant=tenant, content="Can we move the demo?", kind="turn", session_id="s1",
-        speaker="Bob", actor=system_actor,
-    ).fact  # fmt: skip
-    archived = fact_services.fact_add(tenant=tenant, content="Old plan", actor=system_actor).fact
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft(
+            {
+                "content": "Can we move the demo?",
+                "kind": "turn",
+                "session_id": "s1",
+                "speaker": "Bob",
+            }
+        ),
+    ).fact
+    archived = fact_services.fact_add(
+        tenant=tenant, actor=system_actor, draft=fact_draft({"content": "Old plan"})
+    ).fact
     from facts.models import Fact
     from tenants.scope import tenant_scope
 

@@ -14,6 +14,7 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from facts import services as fact_services  # noqa: E402
+from facts.inputs import fact_draft
 from memoryadmin.web.pages import registered_pages  # noqa: E402
 from tests.test_web_browser import Session  # noqa: E402
 
@@ -64,19 +65,24 @@ class Watched(Session):
 
 @pytest.fixture
 def team(django_user_model, system_actor):
+    from tenants.inputs import tenant_draft
     from tenants.services import apikey_create, membership_set, tenant_create
 
     sam = django_user_model.objects.create_superuser("sam", password="pw-sam-12345")
     olivia = django_user_model.objects.create_user("olivia", password="pw-olivia-123")
     arthur = django_user_model.objects.create_user("arthur", password="pw-arthur-123")
-    tenant = tenant_create(slug="acme", name="Acme", actor=system_actor)
+    tenant = tenant_create(actor=system_actor, draft=tenant_draft({"slug": "acme", "name": "Acme"}))
     membership_set(tenant=tenant, user=olivia, role="admin", actor=system_actor)
     membership_set(tenant=tenant, user=arthur, role="auditor", actor=system_actor)
     fact = fact_services.fact_add(
-        tenant=tenant, content="Alice prefers green tea", scope="user:alice", actor=system_actor
+        tenant=tenant,
+        actor=system_actor,
+        draft=fact_draft({"content": "Alice prefers green tea", "scope": "user:alice"}),
     ).fact
     for n in range(3):
-        fact_services.fact_add(tenant=tenant, content=f"Note {n} on tea", actor=system_actor)
+        fact_services.fact_add(
+            tenant=tenant, actor=system_actor, draft=fact_draft({"content": f"Note {n} on tea"})
+        )
     key = apikey_create(tenant=tenant, name="hermes", actor=system_actor).key
     return {"sam": sam, "tenant": tenant, "fact": fact, "key": key}
 

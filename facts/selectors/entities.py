@@ -9,9 +9,10 @@ from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from facts.entities import entity_normalize
+from facts.inputs import MAX_ID
 from facts.models import DictionaryEntry, Entity, EntityType, FactEntity, Status
 from facts.selectors.facts import FactList, fact_list
-from facts.selectors.paging import MAX_ID, cursor_decode, cursor_encode, cursor_id, page_limit
+from facts.selectors.paging import cursor_decode, cursor_encode, cursor_id, page_limit
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
 from tenants.scope import tenant_scope

@@ -8,10 +8,10 @@ import json
 from datetime import datetime
 from typing import Any
 
+from facts.inputs import MAX_ID
 from tenants.errors import InvalidInput
 
 MAX_PAGE = 200
-MAX_ID = 2**63 - 1  # bigint
 
 
 def page_limit(limit: Any) -> int:

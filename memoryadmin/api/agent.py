@@ -25,8 +25,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from facts.importers import hermes_profile_import
+from facts.inputs import clean_scope
 from facts.selectors.facts import fact_count
-from facts.services import clean_scope
 from memoryadmin.api import agent_tools
 from memoryadmin.api.agent_tools import Binding, Refused
 from memoryadmin.api.auth import ApiKeyAuthentication
@@ -34,7 +34,7 @@ from memoryadmin.api.base import Need, TenantViewSet
 from memoryadmin.api.errors import error_body
 from memoryadmin.api.strict import StrictSerializer
 from retrieval.context import IMPORTANT_SHARE, context_cached
-from retrieval.search import MAX_QUERY_CHARS
+from retrieval.inputs import MAX_QUERY_CHARS
 from tenants.errors import InvalidInput
 
 MAX_BATCH = 100

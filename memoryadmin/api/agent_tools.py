@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from facts.inputs import ToolArguments, clean_scope, fact_changes, fact_draft
 from facts.models import Fact
 from hermes_provider.candidates import candidate_facts
 from hermes_provider.schemas import (
@@ -31,7 +32,6 @@ from hermes_provider.schemas import (
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
-from tenants.validation import check_choice
 
 HERMES_MEMORY_TAG = "hermes-memory"
 WRITE_OPS = ("turn", "fact", "memory", "session_end")
@@ -57,84 +57,16 @@ class Binding:
 # -- arguments --------------------------------------------------------------------------------
 
 
-def _given(args: dict[str, Any], name: str) -> Any:
-    value = args.get(name)
-    return None if value is None or (isinstance(value, str) and not value.strip()) else value
+def _args(args: dict[str, Any]) -> ToolArguments:
+    return ToolArguments(args, required="is required for this action")
 
 
-def _text(args: dict[str, Any], name: str, *, required: bool = False) -> str | None:
-    value = _given(args, name)
-    if value is None:
-        if required:
-            raise InvalidInput(name, "is required for this action")
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(name, "must be text")
-    return value.strip()
+def _limit(args: ToolArguments) -> int:
+    return args.whole("limit", low=1, high=MAX_LIMIT, default=10)
 
 
-def _whole(args: dict[str, Any], name: str, default: int | None, low: int, high: int) -> int:
-    value = _given(args, name)
-    if value is None:
-        if default is None:
-            raise InvalidInput(name, "is required for this action")
-        return default
-    # Models sometimes send numbers as text ("5") or as 5.0.
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(name, "must be a whole number")
-    if not low <= value <= high:
-        raise InvalidInput(name, f"must be from {low} to {high}")
-    return value
-
-
-def _number(args: dict[str, Any], name: str, low: float, high: float) -> float | None:
-    value = _given(args, name)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise InvalidInput(name, "must be a number") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise InvalidInput(name, "must be a number")
-    if not low <= value <= high:
-        raise InvalidInput(name, f"must be from {low:g} to {high:g}")
-    return float(value)
-
-
-def _choice(args: dict[str, Any], name: str, allowed: list[str]) -> str | None:
-    return check_choice(name, _given(args, name), allowed)
-
-
-def _names(args: dict[str, Any], name: str) -> list[str]:
-    value = _given(args, name)
-    if isinstance(value, str):
-        value = [part for part in value.split(",")]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInput(name, "must be a list of names")
-    names = [v.strip() for v in value if v.strip()]
-    if not names:
-        raise InvalidInput(name, "must name at least one entity")
-    return names
-
-
-def _fact_id(args: dict[str, Any]) -> int:
-    return _whole(args, "fact_id", None, 1, 2**63 - 1)
-
-
-def _limit(args: dict[str, Any]) -> int:
-    return _whole(args, "limit", 10, 1, MAX_LIMIT)
-
-
-def _read_scope(binding: Binding, args: dict[str, Any]) -> str:
-    from facts.services import clean_scope
-
-    given = _given(args, "scope")
+def _read_scope(binding: Binding, args: ToolArguments) -> str:
+    given = args.given("scope")
     return clean_scope(given) if given is not None else binding.scope
 
 
@@ -182,40 +114,48 @@ def _need(binding: Binding, write: bool) -> None:
         raise Refused("this profile's API key may write but not read memories")
 
 
-def _add(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
+def _add(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
     from facts.services import fact_add
 
     _need(binding, write=True)
-    kind = _choice(args, "kind", KINDS) or FACT
-    given_scope = _given(args, "scope")
-    result = fact_add(
-        tenant=binding.tenant,
-        actor=binding.actor,
-        content=_text(args, "content", required=True),
-        kind=kind,
-        category=_choice(args, "category", CATEGORIES),
-        tags=_given(args, "tags"),
-        scope=given_scope if given_scope is not None else binding.scope,
-        # Hermes names the session at initialize; a profile run without one still has turns.
-        session_id=(binding.session_id or "hermes") if kind == TURN else None,
-        pinned=_given(args, "pin") or False,
+    args = _args(raw)
+    kind = args.choice("kind", KINDS) or FACT
+    given_scope = args.given("scope")
+    draft = fact_draft(
+        {
+            "content": args.text("content", required=True),
+            "kind": kind,
+            "category": args.choice("category", CATEGORIES),
+            "tags": args.given("tags"),
+            "scope": given_scope if given_scope is not None else binding.scope,
+            # Hermes names the session at initialize; a profile run without one still has turns.
+            "session_id": (binding.session_id or "hermes") if kind == TURN else None,
+            "pinned": args.given("pin") or False,
+        }
     )
+    result = fact_add(tenant=binding.tenant, draft=draft, actor=binding.actor)
     # holographic answers "added" for a duplicate too; "exists"/"restored" say more.
     return {"fact_id": result.fact.pk, "status": result.status}
 
 
-def _search(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
+def _search(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
+    from retrieval.inputs import recall_query
     from retrieval.search import recall_search
 
     _need(binding, write=False)
+    args = _args(raw)
     hits = recall_search(
         tenant=binding.tenant,
-        query=_text(args, "query", required=True),
-        k=_limit(args),
-        scope=_read_scope(binding, args),
-        kind=_choice(args, "kind", KINDS),
-        category=_choice(args, "category", CATEGORIES),
-        min_trust=_number(args, "min_trust", 0.0, 1.0),
+        query=recall_query(
+            {
+                "query": args.text("query", required=True),
+                "k": _limit(args),
+                "scope": _read_scope(binding, args),
+                "kind": args.choice("kind", KINDS),
+                "category": args.choice("category", CATEGORIES),
+                "min_trust": args.number("min_trust", low=0.0, high=1.0),
+            }
+        ),
     ).hits
     return _results([fact_json(h.fact, h.score, channels=h.channels) for h in hits])
 
@@ -225,19 +165,20 @@ def _graph_rows(hits: list[Any]) -> dict[str, Any]:
 
 
 def _entity_action(selector: Callable[..., list[Any]]) -> Callable[[Binding, dict], dict]:
-    def action(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
+    def action(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
         _need(binding, write=False)
-        entity = _text(args, "entity", required=True)
+        args = _args(raw)
+        entity = args.text("entity", required=True)
         filters = dict(
             scope=_read_scope(binding, args),
-            category=_choice(args, "category", CATEGORIES),
-            kind=_choice(args, "kind", KINDS),
+            category=args.choice("category", CATEGORIES),
+            kind=args.choice("kind", KINDS),
         )
         hits = selector(tenant=binding.tenant, name=entity, limit=_limit(args), **filters)
         if hits:
             return _graph_rows(hits)
         # No such entity: what the words find, as the holographic provider falls back to.
-        return _search(binding, {**args, "query": entity}) | {"matched_by": "text"}
+        return _search(binding, {**raw, "query": entity}) | {"matched_by": "text"}
 
     return action
 
@@ -254,29 +195,31 @@ def _related(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
     return _entity_action(entity_related)(binding, args)
 
 
-def _reason(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
+def _reason(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
     from facts.graph import entities_reason
 
     _need(binding, write=False)
+    args = _args(raw)
     hits = entities_reason(
         tenant=binding.tenant,
-        names=_names(args, "entities"),
+        names=args.names("entities"),
         scope=_read_scope(binding, args),
-        category=_choice(args, "category", CATEGORIES),
-        kind=_choice(args, "kind", KINDS),
+        category=args.choice("category", CATEGORIES),
+        kind=args.choice("kind", KINDS),
         limit=_limit(args),
     )
     return _graph_rows(hits)
 
 
-def _contradict(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
+def _contradict(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
     from facts.graph import fact_contradictions
 
     _need(binding, write=False)
+    args = _args(raw)
     pairs = fact_contradictions(
         tenant=binding.tenant,
         scope=_read_scope(binding, args),
-        category=_choice(args, "category", CATEGORIES),
+        category=args.choice("category", CATEGORIES),
         limit=_limit(args),
     )
     return _results(
@@ -295,35 +238,37 @@ def _contradict(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def _update(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
+def _update(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
     from facts.services import fact_update
 
     _need(binding, write=True)
-    changes: dict[str, Any] = {}
+    args = _args(raw)
+    given: dict[str, Any] = {}
     for name in ("content", "tags", "scope"):
-        if _given(args, name) is not None:
-            changes[name] = args[name]
-    if (category := _choice(args, "category", CATEGORIES)) is not None:
-        changes["category"] = category
-    if (delta := _number(args, "trust_delta", -1.0, 1.0)) is not None:
-        changes["trust_delta"] = delta
-    if _given(args, "pin") is not None:
-        changes["pinned"] = args["pin"]
-    fact_id = _fact_id(args)
-    if not changes:
+        if args.given(name) is not None:
+            given[name] = args.raw[name]
+    if (category := args.choice("category", CATEGORIES)) is not None:
+        given["category"] = category
+    if (delta := args.number("trust_delta", low=-1.0, high=1.0)) is not None:
+        given["trust_delta"] = delta
+    if args.given("pin") is not None:
+        given["pinned"] = args.raw["pin"]
+    fact_id = args.fact_id()
+    if not given:
         raise InvalidInput("content", "give content, category, tags, scope, trust_delta or pin")
+    changes = fact_changes(given)
     try:
-        fact_update(tenant=binding.tenant, fact_id=fact_id, actor=binding.actor, **changes)
+        fact_update(tenant=binding.tenant, fact_id=fact_id, changes=changes, actor=binding.actor)
     except NotFound:
         return {"updated": False, "reason": f"fact {fact_id} not found"}
     return {"updated": True}
 
 
-def _remove(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
+def _remove(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
     from facts.services import fact_remove
 
     _need(binding, write=True)
-    fact_id = _fact_id(args)
+    fact_id = _args(raw).fact_id()
     try:
         fact_remove(tenant=binding.tenant, fact_id=fact_id, actor=binding.actor)
     except NotFound:
@@ -331,17 +276,18 @@ def _remove(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
     return {"removed": True}
 
 
-def _list(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
+def _list(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
     from facts.selectors.facts import fact_list
 
     _need(binding, write=False)
+    args = _args(raw)
     page = fact_list(
         tenant=binding.tenant,
         scope_prefix=_read_scope(binding, args) or None,
-        category=_choice(args, "category", CATEGORIES),
+        category=args.choice("category", CATEGORIES),
         # Turns would bury the curated facts; ask for kind "turn" to see them.
-        kind=_choice(args, "kind", KINDS) or FACT,
-        trust_min=_number(args, "min_trust", 0.0, 1.0),
+        kind=args.choice("kind", KINDS) or FACT,
+        trust_min=args.number("min_trust", low=0.0, high=1.0),
         limit=_limit(args),
     )
     facts = [fact_json(f) for f in page.facts]
@@ -362,7 +308,7 @@ _ACTIONS: dict[str, Callable[[Binding, dict[str, Any]], dict[str, Any]]] = {
 
 
 def fact_store(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
-    action = _choice(args, "action", ACTIONS)
+    action = _args(args).choice("action", ACTIONS)
     if action is None:
         raise InvalidInput("action", f"is required: one of {', '.join(ACTIONS)}")
     return _ACTIONS[action](binding, args)
@@ -372,10 +318,11 @@ def fact_feedback(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
     from facts.services import fact_feedback as rate
 
     _need(binding, write=True)
-    action = _choice(args, "action", FEEDBACK_ACTIONS)
+    given = _args(args)
+    action = given.choice("action", FEEDBACK_ACTIONS)
     if action is None:
         raise InvalidInput("action", "is required: helpful or unhelpful")
-    fact_id = _fact_id(args)
+    fact_id = given.fact_id()
     try:
         result = rate(
             tenant=binding.tenant, fact_id=fact_id, helpful=action == "helpful", actor=binding.actor
@@ -434,14 +381,20 @@ def _write_turn(binding: Binding, key: str, payload: dict[str, Any]) -> None:
         fact_add(
             tenant=binding.tenant,
             actor=binding.actor,
-            content=text,
-            kind=TURN,
-            session_id=_payload_text(payload, "session_id") or binding.session_id or "hermes",
-            speaker=speaker,
-            scope=payload.get("scope") or binding.scope,
-            metadata=payload.get("metadata"),
-            created_at=at,
-            idempotency_key=f"{key}:{index}",
+            draft=fact_draft(
+                {
+                    "content": text,
+                    "kind": TURN,
+                    "session_id": _payload_text(payload, "session_id")
+                    or binding.session_id
+                    or "hermes",
+                    "speaker": speaker,
+                    "scope": payload.get("scope") or binding.scope,
+                    "metadata": payload.get("metadata"),
+                    "created_at": at,
+                    "idempotency_key": f"{key}:{index}",
+                }
+            ),
         )
 
 
@@ -451,18 +404,23 @@ def _write_fact(binding: Binding, key: str, payload: dict[str, Any]) -> None:
     fact_add(
         tenant=binding.tenant,
         actor=binding.actor,
-        content=_payload_text(payload, "content"),
-        category=payload.get("category"),
-        tags=payload.get("tags"),
-        scope=payload.get("scope") or binding.scope,
-        metadata=payload.get("metadata"),
-        idempotency_key=key,
+        draft=fact_draft(
+            {
+                "content": _payload_text(payload, "content"),
+                "category": payload.get("category"),
+                "tags": payload.get("tags"),
+                "scope": payload.get("scope") or binding.scope,
+                "metadata": payload.get("metadata"),
+                "idempotency_key": key,
+            }
+        ),
     )
 
 
 def _write_memory(binding: Binding, key: str, payload: dict[str, Any]) -> None:
     """Mirror a write of Hermes' built-in memory tool: add, replace or remove an entry."""
     from facts.services import fact_add, fact_remove
+    from retrieval.inputs import recall_query
     from retrieval.search import recall_search
 
     action = payload.get("action")
@@ -475,7 +433,8 @@ def _write_memory(binding: Binding, key: str, payload: dict[str, Any]) -> None:
         # Hermes names the old entry by a piece of its text: find the mirrored facts that
         # contain it.
         hits = recall_search(
-            tenant=binding.tenant, query=old_text, k=20, kind=FACT, min_trust=0
+            tenant=binding.tenant,
+            query=recall_query({"query": old_text, "k": 20, "kind": FACT, "min_trust": 0}),
         ).hits
         for hit in hits:
             fact = hit.fact
@@ -485,12 +444,16 @@ def _write_memory(binding: Binding, key: str, payload: dict[str, Any]) -> None:
         fact_add(
             tenant=binding.tenant,
             actor=binding.actor,
-            content=content,
-            category="user_pref" if target == "user" else "general",
-            tags=[HERMES_MEMORY_TAG, target],
-            scope=payload.get("scope") or binding.scope,
-            metadata={"source": "hermes-memory", "target": target},
-            idempotency_key=key,
+            draft=fact_draft(
+                {
+                    "content": content,
+                    "category": "user_pref" if target == "user" else "general",
+                    "tags": [HERMES_MEMORY_TAG, target],
+                    "scope": payload.get("scope") or binding.scope,
+                    "metadata": {"source": "hermes-memory", "target": target},
+                    "idempotency_key": key,
+                }
+            ),
         )
 
 
@@ -504,12 +467,20 @@ def session_end(binding: Binding, key: str, said: list[str], session_id: str) ->
         fact_add(
             tenant=binding.tenant,
             actor=binding.actor,
-            content=candidate.content,
-            category=candidate.category,
-            tags=["auto-extracted"],
-            scope=binding.scope,
-            metadata={"source": "auto-extract", "rule": candidate.rule, "session_id": session_id},
-            idempotency_key=f"{key}:{index}",
+            draft=fact_draft(
+                {
+                    "content": candidate.content,
+                    "category": candidate.category,
+                    "tags": ["auto-extracted"],
+                    "scope": binding.scope,
+                    "metadata": {
+                        "source": "auto-extract",
+                        "rule": candidate.rule,
+                        "session_id": session_id,
+                    },
+                    "idempotency_key": f"{key}:{index}",
+                }
+            ),
         )
     return len(candidates)
 

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tenants.actors import Actor
 from tenants.errors import InvalidInput
+from tenants.inputs import tenant_draft
 from tenants.selectors import tenant_list
 from tenants.services import tenant_create
 
@@ -24,7 +25,8 @@ class Command(BaseCommand):
         if action == "create":
             try:
                 tenant = tenant_create(
-                    slug=options["slug"], name=options["name"], actor=Actor.job("command-line")
+                    actor=Actor.job("command-line"),
+                    draft=tenant_draft({"slug": options["slug"], "name": options["name"]}),
                 )
             except InvalidInput as error:
                 raise CommandError(str(error)) from None

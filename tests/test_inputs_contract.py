@@ -1,0 +1,186 @@
+"""Tables of bad input, sent to every surface that stores or changes a fact: the REST API, the
+Hermes agent tool endpoint, the MCP tool (through the MCP SDK's client) and the admin page's
+form. Each must refuse it naming the same field, because each parses through `facts.inputs`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from facts.inputs import MAX_CONTENT_CHARS, MAX_TAG_CHARS, MAX_TAGS
+from tests.api_fixtures import bearer
+from tests.mcp_support import http_session, payload, run
+
+GOOD = {"content": "Dana likes oolong", "scope": "user:dana", "category": "user_pref"}
+
+# (what is wrong, the fields sent over GOOD, the field every surface must name)
+BAD_FACTS = [
+    ("blank content", {"content": "   "}, "content"),
+    ("content too long", {"content": "x" * (MAX_CONTENT_CHARS + 1)}, "content"),
+    ("a scope segment that is not type:name", {"scope": "user dana"}, "scope"),
+    ("a scope too long", {"scope": "user:" + "a" * 300}, "scope"),
+    ("an unknown category", {"category": "gossip"}, "category"),
+    ("too many tags", {"tags": [f"t{n}" for n in range(MAX_TAGS + 1)]}, "tags"),
+    ("a tag too long", {"tags": ["x" * (MAX_TAG_CHARS + 1)]}, "tags"),
+]
+CASES = [pytest.param(sent, field, id=name) for name, sent, field in BAD_FACTS]
+
+# Changes to a stored fact (the page's edit form sends every field, so GOOD fills the others).
+BAD_CHANGES = [
+    ("blank content", {"content": "   "}, "content"),
+    ("a scope segment that is not type:name", {"scope": "user dana"}, "scope"),
+    ("an unknown category", {"category": "gossip"}, "category"),
+    ("too many tags", {"tags": [f"t{n}" for n in range(MAX_TAGS + 1)]}, "tags"),
+]
+CHANGE_CASES = [pytest.param(sent, field, id=name) for name, sent, field in BAD_CHANGES]
+
+
+@pytest.fixture
+def write_key(tenant, system_actor) -> str:
+    from tenants.services import apikey_create
+
+    return apikey_create(tenant=tenant, name="hermes", actor=system_actor).token
+
+
+@pytest.fixture
+def stored_fact(tenant, system_actor) -> Any:
+    from facts.inputs import fact_draft
+    from facts.services import fact_add
+
+    return fact_add(tenant=tenant, draft=fact_draft(GOOD), actor=system_actor).fact
+
+
+def _unchanged(fact) -> bool:
+    from facts.selectors.facts import fact_get
+
+    now = fact_get(tenant=fact.tenant, fact_id=fact.pk)
+    return (now.content, now.scope, now.category, now.tags) == (
+        fact.content, fact.scope, fact.category, fact.tags
+    )  # fmt: skip
+
+
+def _stored(tenant) -> int:
+    from facts.selectors.facts import fact_count
+
+    return fact_count(tenant=tenant, status=None)
+
+
+def _named(body: dict[str, Any], field: str) -> bool:
+    """The REST API's error body names the field (a list's item counts: tags[0] is tags)."""
+    names = [body.get("field") or ""] + [e.get("field") or "" for e in body.get("errors", [])]
+    return any(name == field or name.startswith(f"{field}[") for name in names)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field"), CASES)
+def test_the_rest_api_names_the_field(tenant, write_key, sent, field) -> None:
+    answer = bearer(write_key).post("/api/v1/facts", {**GOOD, **sent}, format="json")
+    assert answer.status_code == 400, answer.content
+    assert _named(answer.json(), field), answer.json()
+    assert _stored(tenant) == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field"), CASES)
+def test_the_agent_tool_names_the_field(tenant, write_key, sent, field) -> None:
+    arguments = {"action": "add", **GOOD, **sent}
+    answer = bearer(write_key).post(
+        "/api/v1/agent/tools/fact_store", {"arguments": arguments}, format="json"
+    )
+    assert answer.status_code == 400, answer.content
+    body = answer.json()
+    assert body["field"] == field and body["error"].startswith(f"{field}: "), body
+    assert _stored(tenant) == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field"), CASES)
+def test_the_page_form_names_the_field(tenant, owner, sent, field) -> None:
+    client = Client()
+    client.force_login(owner)
+    form = {**GOOD, **sent}
+    if isinstance(form.get("tags"), list):
+        form["tags"] = ", ".join(form["tags"])  # the page takes tags separated by commas
+    answer = client.post(f"/t/{tenant.slug}/facts/new/", form)
+    assert answer.status_code == 400
+    errors = answer.context["form"].errors
+    assert field in errors, errors
+    assert _stored(tenant) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_mcp_tool_names_the_field(live_server, mcp_team) -> None:
+    async def store_each() -> list[dict[str, Any]]:
+        async with http_session(live_server.url, mcp_team.write) as session:
+            return [
+                payload(await session.call_tool("memory_store", {**GOOD, **sent}))
+                for _name, sent, _field in BAD_FACTS
+            ]
+
+    answers = run(store_each)
+    for (name, _sent, field), answer in zip(BAD_FACTS, answers, strict=True):
+        assert str(answer.get("error", "")).startswith(f"{field}: "), (name, answer)
+    assert _stored(mcp_team.tenant) == 0
+
+
+# -- changes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field"), CHANGE_CASES)
+def test_the_rest_api_names_the_field_of_a_change(write_key, stored_fact, sent, field) -> None:
+    url = f"/api/v1/facts/{stored_fact.pk}"
+    answer = bearer(write_key).patch(url, sent, format="json")
+    assert answer.status_code == 400, answer.content
+    assert _named(answer.json(), field), answer.json()
+    assert _unchanged(stored_fact)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field"), CHANGE_CASES)
+def test_the_agent_tool_names_the_field_of_a_change(write_key, stored_fact, sent, field) -> None:
+    arguments = {"action": "update", "fact_id": stored_fact.pk, **sent}
+    answer = bearer(write_key).post(
+        "/api/v1/agent/tools/fact_store", {"arguments": arguments}, format="json"
+    )
+    assert answer.status_code == 400, answer.content
+    body = answer.json()
+    assert body["field"] == field and body["error"].startswith(f"{field}: "), body
+    assert _unchanged(stored_fact)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field"), CHANGE_CASES)
+def test_the_edit_form_names_the_field(tenant, owner, stored_fact, sent, field) -> None:
+    client = Client()
+    client.force_login(owner)
+    form = {**GOOD, **sent}
+    if isinstance(form.get("tags"), list):
+        form["tags"] = ", ".join(form["tags"])
+    answer = client.post(f"/t/{tenant.slug}/facts/{stored_fact.pk}/edit", form)
+    assert answer.status_code == 400
+    errors = answer.context["edit_form"].errors
+    assert field in errors, errors
+    assert _unchanged(stored_fact)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_mcp_tool_names_the_field_of_a_change(live_server, mcp_team, system_actor) -> None:
+    from facts.inputs import fact_draft
+    from facts.services import fact_add
+
+    fact = fact_add(tenant=mcp_team.tenant, draft=fact_draft(GOOD), actor=system_actor).fact
+
+    async def change_each() -> list[dict[str, Any]]:
+        async with http_session(live_server.url, mcp_team.write) as session:
+            return [
+                payload(await session.call_tool("memory_update", {"fact_id": fact.pk, **sent}))
+                for _name, sent, _field in BAD_CHANGES
+            ]
+
+    answers = run(change_each)
+    for (name, _sent, field), answer in zip(BAD_CHANGES, answers, strict=True):
+        assert str(answer.get("error", "")).startswith(f"{field}: "), (name, answer)
+    assert _unchanged(fact)
