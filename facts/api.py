@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from facts import conflicts, curation, graph, inputs, services
 from facts.audit_export import audit_csv_rows, audit_jsonl_rows
+from facts.inputs import MAX_ID
 from facts.models import (
     Category,
     ConflictResolution,
@@ -28,7 +29,7 @@ from facts.models import (
 from facts.selectors.audit import AUDIT_SOURCES, audit_actions, audit_event_iter, audit_event_list
 from facts.selectors.entities import dictionary_entries, entity_fact_list, entity_get, entity_list
 from facts.selectors.facts import fact_entities, fact_get, fact_history, fact_list
-from facts.selectors.paging import MAX_ID, MAX_PAGE
+from facts.selectors.paging import MAX_PAGE
 from memoryadmin.api.base import Need, TenantViewSet, page
 from memoryadmin.api.parsers import JSONLinesParser, JSONLParser, TarParser
 from memoryadmin.api.strict import StrictSerializer, validated
@@ -251,7 +252,7 @@ class EntityListQuery(StrictSerializer):
 
 
 class AuditOut(serializers.Serializer):
-    source = serializers.ChoiceField(
+    source = serializers.ChoiceField(  # type: ignore[assignment]  # a field, not Field.source
         choices=AUDIT_SOURCES, help_text="fact: a change of a fact; tenant: of the tenant itself"
     )
     id = serializers.IntegerField()
@@ -270,7 +271,7 @@ class AuditPageOut(serializers.Serializer):
 
 
 class AuditQuery(StrictSerializer):
-    source = serializers.ChoiceField(choices=AUDIT_SOURCES, required=False)
+    source = serializers.ChoiceField(choices=AUDIT_SOURCES, required=False)  # type: ignore[assignment]
     action = serializers.ChoiceField(choices=audit_actions(), required=False)
     actor = serializers.CharField(
         required=False, max_length=200, help_text="e.g. user:3, apikey:7 or job:retention"
@@ -402,7 +403,7 @@ class FactViewSet(TenantViewSet):
         draft = inputs.fact_draft(validated(FactCreateIn, request.data))
         result = services.fact_add(tenant=self.tenant, draft=draft, actor=self.actor)
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
-        body = {"status": result.status, "fact": FactOut(result.fact).data}
+        body: dict[str, Any] = {"status": result.status, "fact": FactOut(result.fact).data}
         if result.similarity is not None:
             body["similarity"] = result.similarity
         return Response(body, status=code)

@@ -77,7 +77,7 @@ class FactFilterForm(forms.Form):
     cursor = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         low, high = data.get("trust_min"), data.get("trust_max")
         if low is not None and high is not None and low > high:
             self.add_error("trust_max", _("The upper trust bound is below the lower one."))
@@ -112,7 +112,7 @@ class FactAddForm(forms.Form):
         return {name: self.cleaned_data[name] for name in ("content", "scope", "category", "tags")}
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if not self.errors:
             try:
                 self.parse()

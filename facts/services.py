@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib.postgres.search import CombinedSearchVector, SearchVector
+from django.contrib.postgres.search import SearchVector
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, TextField, Value
+from django.db.models.expressions import CombinedExpression
 from django.utils import timezone
 
 from facts.conflicts import fact_join, fact_near_duplicate
@@ -59,7 +60,7 @@ def _snapshot(fact: Fact, fields: tuple[str, ...] = _AUDITED) -> dict[str, Any]:
     return {field: getattr(fact, field) for field in fields}
 
 
-def _search_vector(content: str) -> CombinedSearchVector:
+def _search_vector(content: str) -> CombinedExpression:
     analyzed = analyze(content)
     return SearchVector(
         Value(analyzed.latin, output_field=TextField()), config="english"
@@ -87,7 +88,9 @@ def _schedule_embedding(tenant: Tenant) -> None:
 
 
 def _locked_fact(tenant: Tenant, fact_id: int) -> Fact:
-    fact = Fact.objects.for_tenant(tenant).select_for_update().filter(pk=fact_id).first()
+    fact: Fact | None = (
+        Fact.objects.for_tenant(tenant).select_for_update().filter(pk=fact_id).first()
+    )
     if fact is None:
         raise NotFound("fact", fact_id)
     return fact
@@ -227,7 +230,7 @@ def _replayed(tenant: Tenant, values: dict[str, Any], key: str) -> Fact | None:
             "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{tenant.pk}/write/{key}"]
         )
     # kind, scope, session and text narrow the lookup to an index before the JSON test.
-    return (
+    found: Fact | None = (
         Fact.objects.for_tenant(tenant)
         .filter(
             kind=values["kind"],
@@ -238,14 +241,16 @@ def _replayed(tenant: Tenant, values: dict[str, Any], key: str) -> Fact | None:
         )
         .first()
     )
+    return found
 
 
 def _existing_fact(tenant: Tenant, values: dict[str, Any]) -> Fact | None:
-    return (
+    found: Fact | None = (
         Fact.objects.for_tenant(tenant)
         .filter(kind=Kind.FACT, scope=values["scope"], content_hash=values["content_hash"])
         .first()
     )
+    return found
 
 
 def _readd(tenant: Tenant, fact: Fact, actor: Actor) -> AddResult:
@@ -401,11 +406,12 @@ def fact_feedback(*, tenant: Tenant, fact_id: int, helpful: bool, actor: Actor) 
 def fact_record_retrievals(*, tenant: Tenant, fact_ids: list[int], at: datetime) -> int:
     """Count that these facts were shown to an agent. Not audited: reading is not a change."""
     with tenant_scope(tenant):
-        return (
+        count: int = (
             Fact.objects.for_tenant(tenant)
             .filter(pk__in=fact_ids)
             .update(retrieval_count=F("retrieval_count") + 1, last_retrieved_at=at)
         )
+    return count
 
 
 # -- bulk import ------------------------------------------------------------------------------
@@ -512,7 +518,9 @@ def facts_bulk_tag(
 
 def fact_get_for_update(*, tenant: Tenant, fact_id: int) -> Fact:
     with tenant_scope(tenant):
-        fact = Fact.objects.for_tenant(tenant).select_for_update().filter(pk=fact_id).first()
+        fact: Fact | None = (
+            Fact.objects.for_tenant(tenant).select_for_update().filter(pk=fact_id).first()
+        )
     if fact is None:
         raise NotFound("fact", fact_id)
     return fact

@@ -199,5 +199,6 @@ class TenantViewSet(viewsets.ViewSet):
         return self.access.actor
 
 
-def page(results: list[Any], next_cursor: str | None) -> Response:
+def page(results: Any, next_cursor: str | None) -> Response:
+    """A page of a list: its results (a serializer's data) and the cursor of the next one."""
     return Response({"results": results, "next_cursor": next_cursor})
