@@ -125,7 +125,8 @@ def _deep_cursor(tenant: Any) -> str:
 
     cursor = None
     for _ in range(40):
-        cursor = fact_list(tenant=tenant, limit=50, cursor=cursor).next_cursor
+        # The facts page's own order (most important first), as its next-page links carry.
+        cursor = fact_list(tenant=tenant, limit=50, cursor=cursor, order="importance").next_cursor
     assert cursor is not None
     return cursor
 

@@ -416,13 +416,14 @@ def load_tenant(
                 "INSERT INTO facts_fact (id, tenant_id, kind, content, content_hash, scope, "
                 "session_id, position, speaker, category, tags, metadata, search_vector, "
                 "embedding_model, trust_score, helpful_count, unhelpful_count, "
-                "retrieval_count, last_retrieved_at, importance, status, superseded_by_id, "
-                "created_by, created_at, updated_at) "
+                "retrieval_count, last_retrieved_at, importance, pinned, archive_bundle, "
+                "mention_count, status, superseded_by_id, created_by, created_at, updated_at) "
                 "SELECT id, %s, kind, content, content_hash, scope, session_id, position, "
                 "speaker, category, '{}', '{}'::jsonb, "
                 "to_tsvector('english', latin) || to_tsvector('simple', han), "
                 "%s, trust_score, 0, 0, retrieval_count, "
-                "CASE WHEN retrieval_count > 0 THEN created_at END, importance, 'active', NULL, "
+                "CASE WHEN retrieval_count > 0 THEN created_at END, importance, false, '', 1, "
+                "'active', NULL, "
                 "%s, created_at, created_at FROM bench_fact_stage",
                 [tenant_id, HNSW_MODEL, actor],
             )
