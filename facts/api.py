@@ -941,10 +941,12 @@ class EntityCurationViewSet(EntityViewSet):
         if not data:
             raise InvalidInput("entity", "nothing to change: give name or type")
         if "name" in data:
-            curation.entity_rename(tenant=self.tenant, entity_id=entity_id, name=data["name"],
+            name = inputs.clean_entity_name("name", data["name"])
+            curation.entity_rename(tenant=self.tenant, entity_id=entity_id, name=name,
                                    actor=self.actor)  # fmt: skip
         if "type" in data:
-            curation.entity_set_type(tenant=self.tenant, entity_id=entity_id, type=data["type"],
+            kind = inputs.clean_entity_type(data["type"])
+            curation.entity_set_type(tenant=self.tenant, entity_id=entity_id, type=kind,
                                      actor=self.actor)  # fmt: skip
         return Response(_entity_out(self.tenant, entity_id))
 
@@ -962,7 +964,8 @@ class EntityCurationViewSet(EntityViewSet):
     )
     def alias_add(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
         data = validated(AliasIn, request.data)
-        curation.entity_alias_add(tenant=self.tenant, entity_id=entity_id, alias=data["alias"],
+        alias = inputs.clean_entity_name("alias", data["alias"])
+        curation.entity_alias_add(tenant=self.tenant, entity_id=entity_id, alias=alias,
                                   actor=self.actor)  # fmt: skip
         return Response(_entity_out(self.tenant, entity_id))
 
@@ -975,8 +978,9 @@ class EntityCurationViewSet(EntityViewSet):
     )
     def alias_remove(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
         data = validated(AliasQuery, request.query_params)
-        curation.entity_alias_remove(tenant=self.tenant, entity_id=entity_id,
-                                     alias=data["alias"], actor=self.actor)  # fmt: skip
+        alias = inputs.clean_entity_name("alias", data["alias"])
+        curation.entity_alias_remove(tenant=self.tenant, entity_id=entity_id, alias=alias,
+                                     actor=self.actor)  # fmt: skip
         return Response(_entity_out(self.tenant, entity_id))
 
     @extend_schema(
@@ -1014,9 +1018,10 @@ class EntityCurationViewSet(EntityViewSet):
     )
     def split(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
         data = validated(SplitIn, request.data)
-        result = curation.entity_split(tenant=self.tenant, entity_id=entity_id,
-                                       alias=data["alias"], type=data.get("type"),
-                                       actor=self.actor)  # fmt: skip
+        alias = inputs.clean_entity_name("alias", data["alias"])
+        kind = inputs.optional_entity_type(data.get("type"))
+        result = curation.entity_split(tenant=self.tenant, entity_id=entity_id, alias=alias,
+                                       type=kind, actor=self.actor)  # fmt: skip
         return Response({"entity": _entity_out(self.tenant, result.entity.pk),
                          "split": _entity_out(self.tenant, result.split.pk),
                          "relinked_facts": result.relinked})  # fmt: skip
@@ -1094,8 +1099,9 @@ class DictionaryViewSet(TenantViewSet):
     )
     def create(self, request: Request, tenant: str | None = None) -> Response:
         data = validated(DictionaryIn, request.data)
-        entry, job = curation.dictionary_add(tenant=self.tenant, term=data["term"],
-                                             type=data["type"], actor=self.actor)  # fmt: skip
+        term, kind = inputs.clean_term(data["term"]), inputs.clean_entity_type(data["type"])
+        entry, job = curation.dictionary_add(tenant=self.tenant, term=term, type=kind,
+                                             actor=self.actor)  # fmt: skip
         return Response({"entry": DictionaryEntryOut(entry).data, "relink": RelinkJobOut(job).data})
 
     @extend_schema(
@@ -1107,7 +1113,8 @@ class DictionaryViewSet(TenantViewSet):
     )
     def destroy(self, request: Request, tenant: str | None = None) -> Response:
         data = validated(DictionaryQuery, request.query_params)
-        job = curation.dictionary_remove(tenant=self.tenant, term=data["term"], actor=self.actor)
+        term = inputs.clean_term(data["term"])
+        job = curation.dictionary_remove(tenant=self.tenant, term=term, actor=self.actor)
         return Response({"job": RelinkJobOut(job).data})
 
     @extend_schema(
@@ -1232,8 +1239,9 @@ class ConflictViewSet(TenantViewSet):
     def resolve(self, request: Request, conflict_id: int, tenant: str | None = None) -> Response:
         data = validated(ConflictResolveIn, request.data)
         conflict = conflicts.conflict_resolve(
-            tenant=self.tenant, conflict_id=conflict_id, decision=data["decision"],
-            note=data.get("note", ""), actor=self.actor,
+            tenant=self.tenant, conflict_id=conflict_id,
+            decision=inputs.conflict_decision(data["decision"]),
+            note=inputs.conflict_note(data.get("note")), actor=self.actor,
         )  # fmt: skip
         fresh = conflicts.conflict_get(tenant=self.tenant, conflict_id=conflict.pk)
         return Response(ConflictOut(fresh).data)

@@ -30,7 +30,7 @@ from django.utils import timezone
 from facts.contradiction import CONTRADICT, DUPLICATE, Verdict, pair_judge
 from facts.entities import entities_found, entity_dictionary, entity_resolve
 from facts.events import fact_event_record
-from facts.inputs import MAX_TAGS
+from facts.inputs import MAX_ID, MAX_TAGS
 from facts.models import (
     Conflict,
     ConflictResolution,
@@ -339,9 +339,6 @@ def tenants_with_unchecked_facts() -> list[int]:
 # -- decisions --------------------------------------------------------------------------------
 
 
-DECISIONS = tuple(ConflictResolution.values)
-
-
 def _resolve(
     tenant: Tenant, conflict: Conflict, decision: str, actor: Actor, note: str
 ) -> Conflict:
@@ -374,40 +371,25 @@ def _resolve(
 
 
 def conflict_resolve(
-    *, tenant: Tenant, conflict_id: Any, decision: Any, actor: Actor, note: Any = ""
+    *, tenant: Tenant, conflict_id: int, decision: str, actor: Actor, note: str = ""
 ) -> Conflict:
     """Decide an open conflict: `keep_both`, `supersede` (the older by the newer) or
-    `dismiss` (not a conflict). Audited on both facts."""
-    if decision not in DECISIONS:
-        raise InvalidInput("decision", f"must be one of {', '.join(DECISIONS)}")
-    if note is None:
-        note = ""
-    if not isinstance(note, str) or len(note) > 1000:
-        raise InvalidInput("note", "must be text of at most 1000 characters")
+    `dismiss` (not a conflict), with a note (`facts.inputs.conflict_decision` and
+    `conflict_note` give them). Audited on both facts."""
     with tenant_scope(tenant), transaction.atomic():
-        conflict = (
-            Conflict.objects.for_tenant(tenant)
-            .select_for_update()
-            .filter(pk=_conflict_id(conflict_id))
-            .first()
-        )
+        conflict = None
+        if 0 < conflict_id <= MAX_ID:
+            conflict = (
+                Conflict.objects.for_tenant(tenant)
+                .select_for_update()
+                .filter(pk=conflict_id)
+                .first()
+            )
         if conflict is None:
             raise NotFound("conflict", conflict_id)
         if conflict.status != ConflictStatus.OPEN:
             raise InvalidInput("decision", f"conflict {conflict.pk} was decided already")
-        return _resolve(tenant, conflict, decision, actor, note.strip())
-
-
-def _conflict_id(value: Any) -> int:
-    if isinstance(value, bool):
-        raise InvalidInput("conflict_id", "must be a whole number")
-    try:
-        ident = int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput("conflict_id", "must be a whole number") from None
-    if not 0 < ident < 2**63:
-        raise NotFound("conflict", value)
-    return ident
+        return _resolve(tenant, conflict, decision, actor, note)
 
 
 # -- reads ------------------------------------------------------------------------------------
@@ -444,9 +426,11 @@ def conflict_list(
     return ConflictPage(conflicts=page, next_cursor=page[-1].pk if more and page else None)
 
 
-def conflict_get(*, tenant: Tenant, conflict_id: Any) -> Conflict:
-    with tenant_scope(tenant):
-        conflict = _conflicts(tenant).filter(pk=_conflict_id(conflict_id)).first()
+def conflict_get(*, tenant: Tenant, conflict_id: int) -> Conflict:
+    conflict = None
+    if 0 < conflict_id <= MAX_ID:
+        with tenant_scope(tenant):
+            conflict = _conflicts(tenant).filter(pk=conflict_id).first()
     if conflict is None:
         raise NotFound("conflict", conflict_id)
     return conflict

@@ -23,12 +23,12 @@ from facts.entities import (
     extraction_signature,
     fact_link_entities,
 )
+from facts.inputs import MAX_ENTITY_NAME_CHARS, MAX_ID
 from facts.models import (
     DictionaryEntry,
     Entity,
     EntityAction,
     EntityEvent,
-    EntityType,
     ExtractorState,
     Fact,
     FactEntity,
@@ -42,52 +42,20 @@ from tenants.jobs import job_send
 from tenants.models import Tenant, TenantEvent
 from tenants.scope import tenant_scope
 
-MAX_NAME = 200
 MAX_ALIASES = 50
-MAX_TERM = 100
 MAX_DICTIONARY = 5000
 RELINK_BATCH = 200
 # A running job that has not counted progress for this long is taken to have died.
 RELINK_STALE = timedelta(minutes=10)
 
 
-# -- validation -------------------------------------------------------------------------------
+# -- ids ------------------------------------------------------------------------------------------
 
 
-def clean_entity_name(field: str, value: Any, limit: int = MAX_NAME) -> str:
-    if not isinstance(value, str) or not entity_normalize(value):
-        raise InvalidInput(field, "must be a non-empty name")
-    name = " ".join(value.split())
-    if len(name) > limit:
-        raise InvalidInput(field, f"is longer than {limit} characters")
-    return name
-
-
-def clean_entity_type(value: Any) -> str:
-    if value not in EntityType.values:
-        raise InvalidInput("type", f"must be one of {', '.join(EntityType.values)}")
-    return value
-
-
-def _entity_id(value: Any, field: str = "entity_id") -> int:
-    if isinstance(value, bool):
-        raise InvalidInput(field, "must be a whole number")
-    try:
-        ident = int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput(field, "must be a whole number") from None
-    if not 0 < ident < 2**63:
-        raise NotFound("entity", value)
-    return ident
-
-
-def _locked_entity(tenant: Tenant, entity_id: Any, field: str = "entity_id") -> Entity:
-    entity = (
-        Entity.objects.for_tenant(tenant)
-        .select_for_update()
-        .filter(pk=_entity_id(entity_id, field))
-        .first()
-    )
+def _locked_entity(tenant: Tenant, entity_id: int) -> Entity:
+    entity = None
+    if 0 < entity_id <= MAX_ID:
+        entity = Entity.objects.for_tenant(tenant).select_for_update().filter(pk=entity_id).first()
     if entity is None:
         raise NotFound("entity", entity_id)
     return entity
@@ -149,10 +117,9 @@ def _refuse_taken(tenant: Tenant, field: str, key: str, entity: Entity) -> None:
 # -- rename, type, aliases --------------------------------------------------------------------
 
 
-def entity_rename(*, tenant: Tenant, entity_id: Any, name: Any, actor: Actor) -> Entity:
-    """A new canonical name. The old one stays as an alias, so facts that say it still link
-    here."""
-    name = clean_entity_name("name", name)
+def entity_rename(*, tenant: Tenant, entity_id: int, name: str, actor: Actor) -> Entity:
+    """A new canonical name (as `facts.inputs.clean_entity_name` gives it). The old one stays
+    as an alias, so facts that say it still link here."""
     key = entity_normalize(name)
     with tenant_scope(tenant), transaction.atomic():
         entity = _locked_entity(tenant, entity_id)
@@ -171,8 +138,9 @@ def entity_rename(*, tenant: Tenant, entity_id: Any, name: Any, actor: Actor) ->
         return entity
 
 
-def entity_set_type(*, tenant: Tenant, entity_id: Any, type: Any, actor: Actor) -> Entity:
-    kind = clean_entity_type(type)
+def entity_set_type(*, tenant: Tenant, entity_id: int, type: str, actor: Actor) -> Entity:
+    """`type`: an EntityType value (`facts.inputs.clean_entity_type`)."""
+    kind = type
     with tenant_scope(tenant), transaction.atomic():
         entity = _locked_entity(tenant, entity_id)
         if entity.type == kind:
@@ -184,10 +152,9 @@ def entity_set_type(*, tenant: Tenant, entity_id: Any, type: Any, actor: Actor) 
         return entity
 
 
-def entity_alias_add(*, tenant: Tenant, entity_id: Any, alias: Any, actor: Actor) -> Entity:
+def entity_alias_add(*, tenant: Tenant, entity_id: int, alias: str, actor: Actor) -> Entity:
     """Another name of the entity: facts that say it link here (stored ones whose text has it
     are linked anew at once). A name another entity has already is refused: merge instead."""
-    alias = clean_entity_name("alias", alias)
     key = entity_normalize(alias)
     with tenant_scope(tenant), transaction.atomic():
         entity = _locked_entity(tenant, entity_id)
@@ -205,8 +172,8 @@ def entity_alias_add(*, tenant: Tenant, entity_id: Any, alias: Any, actor: Actor
         return entity
 
 
-def entity_alias_remove(*, tenant: Tenant, entity_id: Any, alias: Any, actor: Actor) -> Entity:
-    key = entity_normalize(clean_entity_name("alias", alias))
+def entity_alias_remove(*, tenant: Tenant, entity_id: int, alias: str, actor: Actor) -> Entity:
+    key = entity_normalize(alias)
     with tenant_scope(tenant), transaction.atomic():
         entity = _locked_entity(tenant, entity_id)
         if key not in entity.aliases:
@@ -240,17 +207,17 @@ class MergeResult:
     relinked: int  # facts of the merged entity now linked to `entity`
 
 
-def entity_merge(*, tenant: Tenant, entity_id: Any, other_id: Any, actor: Actor) -> MergeResult:
+def entity_merge(*, tenant: Tenant, entity_id: int, other_id: int, actor: Actor) -> MergeResult:
     """Merge entity `other_id` into `entity_id`: its facts are linked to `entity_id`, its name
     and aliases become aliases of it, and it is deleted. Both histories record the merge (the
     merged entity's stays readable under its old id)."""
     with tenant_scope(tenant), transaction.atomic():
         # Lock in id order, so two merges of the same pair cannot deadlock.
-        first, second = sorted((_entity_id(entity_id), _entity_id(other_id, "other_id")))
+        first, second = sorted((entity_id, other_id))
         if first == second:
             raise InvalidInput("other_id", "an entity cannot be merged into itself")
         locked = {e.pk: e for e in (_locked_entity(tenant, first), _locked_entity(tenant, second))}
-        entity, other = locked[_entity_id(entity_id)], locked[_entity_id(other_id, "other_id")]
+        entity, other = locked[entity_id], locked[other_id]
         links = FactEntity.objects.for_tenant(tenant)
         already = set(links.filter(entity=entity).values_list("fact_id", flat=True))
         moving = links.filter(entity=other)
@@ -281,24 +248,25 @@ class SplitResult:
 
 
 def entity_split(
-    *, tenant: Tenant, entity_id: Any, alias: Any, actor: Actor, type: Any = None
+    *, tenant: Tenant, entity_id: int, alias: str, actor: Actor, type: str | None = None
 ) -> SplitResult:
     """Take a wrongly merged alias off an entity and make it an entity of its own: the facts
-    whose text says the alias (and not the entity's other names) move to the new entity."""
-    key = entity_normalize(clean_entity_name("alias", alias))
+    whose text says the alias (and not the entity's other names) move to the new entity.
+    `type` None: the entity's own."""
+    key = entity_normalize(alias)
     with tenant_scope(tenant), transaction.atomic():
         entity = _locked_entity(tenant, entity_id)
         if key not in entity.aliases:
             raise InvalidInput("alias", f"{entity.name!r} has no alias {alias!r}")
-        kind = entity.type if type in (None, "") else clean_entity_type(type)
+        kind = entity.type if type is None else type
         before = {"aliases": list(entity.aliases)}
         entity.aliases = [a for a in entity.aliases if a != key]
         entity.save(update_fields=["aliases"])
-        display = " ".join(str(alias).split())
+        display = " ".join(alias.split())
         try:
             with transaction.atomic():
                 split = Entity.objects.create(
-                    tenant=tenant, name=display[:MAX_NAME], normalized=key, type=kind
+                    tenant=tenant, name=display[:MAX_ENTITY_NAME_CHARS], normalized=key, type=kind
                 )
         except IntegrityError:
             raise InvalidInput("alias", "another entity is already called this") from None
@@ -336,12 +304,11 @@ def _tenant_event(tenant: Tenant, action: str, actor: Actor, target: str, **valu
 
 
 def dictionary_add(
-    *, tenant: Tenant, term: Any, type: Any, actor: Actor
+    *, tenant: Tenant, term: str, type: str, actor: Actor
 ) -> tuple[DictionaryEntry, RelinkJob]:
-    """Add a term to the tenant's user dictionary (or change its type); existing facts are
-    re-linked by a background job, returned with it."""
-    term = clean_entity_name("term", term, MAX_TERM)
-    kind = clean_entity_type(type)
+    """Add a term (`facts.inputs.clean_term`) to the tenant's user dictionary (or change its
+    type); existing facts are re-linked by a background job, returned with it."""
+    kind = type
     key = entity_normalize(term)
     with tenant_scope(tenant), transaction.atomic():
         entries = DictionaryEntry.objects.for_tenant(tenant)
@@ -363,8 +330,8 @@ def dictionary_add(
         return entry, job
 
 
-def dictionary_remove(*, tenant: Tenant, term: Any, actor: Actor) -> RelinkJob:
-    key = entity_normalize(clean_entity_name("term", term, MAX_TERM))
+def dictionary_remove(*, tenant: Tenant, term: str, actor: Actor) -> RelinkJob:
+    key = entity_normalize(term)
     with tenant_scope(tenant), transaction.atomic():
         entry = DictionaryEntry.objects.for_tenant(tenant).filter(normalized=key).first()
         if entry is None:
@@ -530,11 +497,13 @@ def relink_sweep() -> list[tuple[int, int]]:
 
 
 def entity_history(
-    *, tenant: Tenant, entity_id: Any, limit: int = 100, known: bool = False
+    *, tenant: Tenant, entity_id: int, limit: int = 100, known: bool = False
 ) -> list[EntityEvent]:
     """The entity's curation history, newest first; also for an entity merged away. With
     `known` the caller has the entity already and no empty history is checked for it."""
-    ident = _entity_id(entity_id)
+    if not 0 < entity_id <= MAX_ID:
+        raise NotFound("entity", entity_id)
+    ident = entity_id
     with tenant_scope(tenant):
         events = list(
             EntityEvent.objects.for_tenant(tenant)
@@ -550,9 +519,10 @@ def entity_history(
         return events
 
 
-def entity_find(*, tenant: Tenant, text: Any) -> Entity:
-    """The entity someone typed: `#12` or `12` by id, otherwise by name or alias."""
-    value = clean_entity_name("other", text)
+def entity_find(*, tenant: Tenant, text: str) -> Entity:
+    """The entity someone typed (`facts.inputs.clean_entity_name("other", ...)`): `#12` or `12`
+    by id, otherwise by name or alias."""
+    value = text
     digits = value.lstrip("#")
     with tenant_scope(tenant):
         entities = Entity.objects.for_tenant(tenant)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from facts.models import Category, Kind
+from facts.entities import entity_normalize
+from facts.models import Category, ConflictResolution, EntityType, Kind
 from tenants.errors import InvalidInput
 from tenants.inputs import MAX_SCOPE_CHARS as MAX_SCOPE_CHARS
 from tenants.inputs import clean_scope as clean_scope
@@ -32,6 +33,10 @@ MAX_POSITION = 2**31 - 1
 MAX_ID = 2**63 - 1  # bigint
 MAX_BULK = 200
 MAX_PURGE_REASON_CHARS = 500
+MAX_ENTITY_NAME_CHARS = 200
+MAX_TERM_CHARS = 100
+MAX_NOTE_CHARS = 1000
+DECISIONS: tuple[str, ...] = tuple(ConflictResolution.values)
 CATEGORIES: list[str] = list(Category.values)
 KINDS: list[str] = list(Kind.values)
 # `type:name` segments joined by "/": user:alice/project:beta. Names may be any script.
@@ -293,6 +298,52 @@ def bulk_tag(tag: Any) -> str:
     if not isinstance(tag, str) or not tag.strip() or len(tag.strip()) > MAX_TAG_CHARS:
         raise InvalidInput("tag", "must be 1-64 characters")
     return tag.strip()
+
+
+# -- entities and the user dictionary --------------------------------------------------------------
+
+
+def clean_entity_name(field: str, value: Any, limit: int = MAX_ENTITY_NAME_CHARS) -> str:
+    """A name as it is shown (spaces collapsed); it must say something once normalized."""
+    if not isinstance(value, str) or not entity_normalize(value):
+        raise InvalidInput(field, "must be a non-empty name")
+    name = " ".join(value.split())
+    if len(name) > limit:
+        raise InvalidInput(field, f"is longer than {limit} characters")
+    return name
+
+
+def clean_term(value: Any) -> str:
+    """A term of the user dictionary."""
+    return clean_entity_name("term", value, MAX_TERM_CHARS)
+
+
+def clean_entity_type(value: Any) -> str:
+    if value not in EntityType.values:
+        raise InvalidInput("type", f"must be one of {', '.join(EntityType.values)}")
+    return str(value)
+
+
+def optional_entity_type(value: Any) -> str | None:
+    """A type, or None (absent or blank: the caller's default)."""
+    return None if value in (None, "") else clean_entity_type(value)
+
+
+# -- conflicts ------------------------------------------------------------------------------------
+
+
+def conflict_decision(value: Any) -> str:
+    if value not in DECISIONS:
+        raise InvalidInput("decision", f"must be one of {', '.join(DECISIONS)}")
+    return str(value)
+
+
+def conflict_note(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > MAX_NOTE_CHARS:
+        raise InvalidInput("note", "must be text of at most 1000 characters")
+    return value.strip()
 
 
 # -- imports (JSON Lines) -------------------------------------------------------------------------

@@ -576,8 +576,9 @@ def _neighbourhood_svg(view: TenantPage, entity_id: int) -> str:
 class EntityRenameAction(WriteAction):
     def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
         def change() -> str:
-            curation.entity_rename(tenant=self.tenant, entity_id=entity_id,
-                                   name=request.POST.get("name", ""), actor=self.actor)  # fmt: skip
+            name = inputs.clean_entity_name("name", request.POST.get("name", ""))
+            curation.entity_rename(tenant=self.tenant, entity_id=entity_id, name=name,
+                                   actor=self.actor)  # fmt: skip
             return _("Renamed; the old name stays as an alias.")
 
         return _entity_action(self, entity_id, change)
@@ -587,7 +588,7 @@ class EntityRenameAction(WriteAction):
 class EntityTypeAction(WriteAction):
     def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
         def change() -> str:
-            value = request.POST.get("type", "")
+            value = inputs.clean_entity_type(request.POST.get("type", ""))
             curation.entity_set_type(
                 tenant=self.tenant, entity_id=entity_id, type=value, actor=self.actor
             )
@@ -600,7 +601,7 @@ class EntityTypeAction(WriteAction):
 class EntityAliasAddAction(WriteAction):
     def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
         def change() -> str:
-            value = request.POST.get("alias", "")
+            value = inputs.clean_entity_name("alias", request.POST.get("alias", ""))
             curation.entity_alias_add(
                 tenant=self.tenant, entity_id=entity_id, alias=value, actor=self.actor
             )
@@ -613,7 +614,7 @@ class EntityAliasAddAction(WriteAction):
 class EntityAliasRemoveAction(WriteAction):
     def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
         def change() -> str:
-            value = request.POST.get("alias", "")
+            value = inputs.clean_entity_name("alias", request.POST.get("alias", ""))
             curation.entity_alias_remove(
                 tenant=self.tenant, entity_id=entity_id, alias=value, actor=self.actor
             )
@@ -626,7 +627,8 @@ class EntityAliasRemoveAction(WriteAction):
 class EntityMergeAction(WriteAction):
     def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
         def change() -> str:
-            other = curation.entity_find(tenant=self.tenant, text=request.POST.get("other", ""))
+            text = inputs.clean_entity_name("other", request.POST.get("other", ""))
+            other = curation.entity_find(tenant=self.tenant, text=text)
             result = curation.entity_merge(tenant=self.tenant, entity_id=entity_id,
                                            other_id=other.pk, actor=self.actor)  # fmt: skip
             return _("%(name)s merged in: %(n)d facts re-linked.") % {
@@ -643,10 +645,11 @@ class EntitySplitAction(WriteAction):
         result: list[Any] = []
 
         def change() -> str:
+            alias = inputs.clean_entity_name("alias", request.POST.get("alias", ""))
+            kind = inputs.optional_entity_type(request.POST.get("type"))
             split = curation.entity_split(
-                tenant=self.tenant, entity_id=entity_id, alias=request.POST.get("alias", ""),
-                type=request.POST.get("type") or None, actor=self.actor,
-            )  # fmt: skip
+                tenant=self.tenant, entity_id=entity_id, alias=alias, type=kind, actor=self.actor
+            )
             result.append(split)
             return _("%(name)s is an entity of its own now: %(n)d facts re-linked.") % {
                 "name": split.split.name,
@@ -692,10 +695,11 @@ class RelinkProgressPage(TenantPage):
 class DictionaryAddAction(WriteAction):
     def post(self, request: HttpRequest) -> HttpResponse:
         try:
+            term = inputs.clean_term(request.POST.get("term", ""))
+            kind = inputs.clean_entity_type(request.POST.get("type", ""))
             entry, _job = curation.dictionary_add(
-                tenant=self.tenant, term=request.POST.get("term", ""),
-                type=request.POST.get("type", ""), actor=self.actor,
-            )  # fmt: skip
+                tenant=self.tenant, term=term, type=kind, actor=self.actor
+            )
         except InvalidInput as error:
             messages.error(request, error.message)
         else:
@@ -710,9 +714,8 @@ class DictionaryAddAction(WriteAction):
 class DictionaryRemoveAction(WriteAction):
     def post(self, request: HttpRequest) -> HttpResponse:
         try:
-            curation.dictionary_remove(
-                tenant=self.tenant, term=request.POST.get("term", ""), actor=self.actor
-            )
+            term = inputs.clean_term(request.POST.get("term", ""))
+            curation.dictionary_remove(tenant=self.tenant, term=term, actor=self.actor)
         except InvalidInput as error:
             messages.error(request, error.message)
         else:
@@ -786,11 +789,15 @@ class ConflictsPage(TenantPage):
 class ConflictResolveAction(WriteAction):
     def post(self, request: HttpRequest, conflict_id: int) -> HttpResponse:
         try:
+            decision = inputs.conflict_decision(request.POST.get("decision", ""))
+            note = inputs.conflict_note(request.POST.get("note", ""))
             conflicts.conflict_resolve(
-                tenant=self.tenant, conflict_id=conflict_id,
-                decision=request.POST.get("decision", ""), note=request.POST.get("note", ""),
+                tenant=self.tenant,
+                conflict_id=conflict_id,
+                decision=decision,
+                note=note,
                 actor=self.actor,
-            )  # fmt: skip
+            )
         except InvalidInput as error:
             messages.error(request, error.message)
         else:

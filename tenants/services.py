@@ -213,7 +213,7 @@ def invitation_find(*, token: str) -> Invitation:
 
 
 @transaction.atomic
-def invitation_accept(*, token: str, username: str, password: str, email: str = "") -> Any:
+def invitation_accept(*, token: str, username: str, password: str, email: str = "") -> User:
     """Make the account the invitation asks for and the membership; the link is used up."""
     from django.contrib.auth import get_user_model, password_validation
     from django.core.exceptions import ValidationError

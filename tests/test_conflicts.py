@@ -14,7 +14,7 @@ from facts.conflicts import (
 from facts.contradiction import pair_judge
 from facts.embedding import facts_embed_batch
 from facts.graph import fact_contradictions
-from facts.inputs import fact_draft
+from facts.inputs import conflict_decision, fact_draft
 from facts.models import Conflict, ConflictScan, FactEvent
 from facts.selectors.facts import fact_entities, fact_get
 from facts.services import fact_add, fact_import
@@ -164,9 +164,9 @@ def test_keep_both_and_dismiss_leave_the_facts_for_good(tenant, system_actor, ow
         ConflictScan.objects.for_tenant(tenant).update(last_fact_id=0)
     conflicts_check_pending(tenant=tenant)
     assert len(conflict_list(tenant=tenant, status="open").conflicts) == 0, "decided stays decided"
-    with pytest.raises(InvalidInput):
-        conflict_resolve(tenant=tenant, conflict_id=pairs[0].pk, decision="maybe",
-                         actor=owner_actor)  # fmt: skip
+    with pytest.raises(InvalidInput) as problem:
+        conflict_decision("maybe")
+    assert problem.value.field == "decision"
 
 
 def test_a_tenant_may_let_clear_newer_statements_supersede_at_once(tenant, system_actor):

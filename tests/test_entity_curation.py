@@ -9,7 +9,7 @@ from facts import curation
 from facts.entities import Dictionary, entities_found
 from facts.extract import extract_entities
 from facts.graph import entities_reason, entity_related
-from facts.inputs import fact_changes, fact_draft
+from facts.inputs import clean_entity_name, clean_entity_type, fact_changes, fact_draft
 from facts.models import Entity, EntityEvent, RelinkJob
 from facts.selectors.entities import entity_get, entity_list
 from facts.selectors.facts import fact_entities
@@ -81,8 +81,10 @@ def test_old_wang_and_boss_wang_become_one_entity_by_a_merge(tenant, system_acto
 def test_rename_keeps_the_old_name_as_an_alias_and_type_changes(tenant, system_actor, owner_actor):
     fact = _add(tenant, system_actor, "Northstar ships on Friday.")
     northstar = _entity(tenant, "Northstar")
-    renamed = curation.entity_rename(tenant=tenant, entity_id=northstar.pk,
-                                     name="Northstar Platform", actor=owner_actor)  # fmt: skip
+    name = clean_entity_name("name", "  Northstar \n Platform ")
+    assert name == "Northstar Platform"
+    renamed = curation.entity_rename(tenant=tenant, entity_id=northstar.pk, name=name,
+                                     actor=owner_actor)  # fmt: skip
     assert renamed.name == "Northstar Platform" and renamed.aliases == ["northstar"]
     retyped = curation.entity_set_type(tenant=tenant, entity_id=northstar.pk, type="product",
                                        actor=owner_actor)  # fmt: skip
@@ -92,9 +94,12 @@ def test_rename_keeps_the_old_name_as_an_alias_and_type_changes(tenant, system_a
     assert _names(tenant, again) == {"Northstar Platform"}
     assert _history(tenant, northstar.pk) == ["retype", "rename"]
     with pytest.raises(InvalidInput) as problem:
-        curation.entity_set_type(tenant=tenant, entity_id=northstar.pk, type="planet",
-                                 actor=owner_actor)  # fmt: skip
+        clean_entity_type("planet")
     assert problem.value.field == "type"
+    for nameless in ("   ", None, "x" * 201):
+        with pytest.raises(InvalidInput) as problem:
+            clean_entity_name("name", nameless)
+        assert problem.value.field == "name"
 
 
 def test_an_alias_links_the_facts_that_say_it_and_a_taken_name_is_refused(

@@ -184,3 +184,132 @@ def test_the_mcp_tool_names_the_field_of_a_change(live_server, mcp_team, system_
     for (name, _sent, field), answer in zip(BAD_CHANGES, answers, strict=True):
         assert str(answer.get("error", "")).startswith(f"{field}: "), (name, answer)
     assert _unchanged(fact)
+
+
+# -- entity curation and conflict decisions (the REST API and the admin pages; no agent or MCP
+# tool curates entities or decides conflicts) ----------------------------------------------------
+
+# (what is wrong, the fields sent, the field the REST API names, what the page's message says):
+# the page's forms ask for one value each and show the refusal's message.
+BAD_RENAMES = [
+    ("a blank name", {"name": "   "}, "name", "must be a non-empty name"),
+    ("a name too long", {"name": "x" * 201}, "name", "is longer than 200 characters"),
+    ("a name another entity has", {"name": "Bob"}, "name", "already answers to this name"),
+    ("an unknown type", {"type": "planet"}, "type", "must be one of"),
+]
+RENAME_CASES = [pytest.param(sent, field, said, id=name) for name, sent, field, said in BAD_RENAMES]
+
+BAD_DECISIONS = [
+    ("an unknown decision", {"decision": "both"}, "decision", "must be one of"),
+    ("no decision", {"note": "hm"}, "decision", "must be one of"),
+    ("a note too long", {"decision": "dismiss", "note": "x" * 1001}, "note",
+     "must be text of at most 1000 characters"),
+]  # fmt: skip
+DECISION_CASES = [
+    pytest.param(sent, field, said, id=name) for name, sent, field, said in BAD_DECISIONS
+]
+
+
+@pytest.fixture
+def alice(tenant, system_actor) -> Any:
+    """The entity Alice, with Bob beside her (whose name she may not take)."""
+    from facts.inputs import fact_draft
+    from facts.selectors.entities import entity_list
+    from facts.services import fact_add
+
+    for text in ("Alice owns Atlas.", "Bob reviews releases."):
+        fact_add(tenant=tenant, draft=fact_draft({"content": text}), actor=system_actor)
+    return entity_list(tenant=tenant, query="alice").entities[0]
+
+
+@pytest.fixture
+def conflict(tenant, system_actor) -> Any:
+    from facts.inputs import fact_draft
+    from facts.models import Conflict
+    from facts.services import fact_add
+    from tenants.scope import tenant_scope
+
+    first, second = (
+        fact_add(tenant=tenant, draft=fact_draft({"content": text}), actor=system_actor).fact
+        for text in ("Tom drives a Tesla.", "Tom drives a Volvo.")
+    )
+    with tenant_scope(tenant):
+        return Conflict.objects.create(
+            tenant=tenant, fact_a=first, fact_b=second, reason="value", score=0.8,
+            detected_by="job:tests",
+        )  # fmt: skip
+
+
+def _entity_unchanged(entity) -> bool:
+    from facts.selectors.entities import entity_get
+
+    now = entity_get(tenant=entity.tenant, entity_id=entity.pk)
+    return (now.name, now.type, now.aliases) == (entity.name, entity.type, entity.aliases)
+
+
+def _open(conflict) -> bool:
+    from facts.conflicts import conflict_get
+
+    return conflict_get(tenant=conflict.tenant, conflict_id=conflict.pk).status == "open"
+
+
+def _page_error(client: Client, url: str, form: dict[str, Any]) -> str:
+    """POST a page's form; the one error message it leaves for the page it redirects to."""
+    from django.contrib.messages import ERROR, get_messages
+
+    answer = client.post(url, form)
+    assert answer.status_code == 302, answer.content
+    errors = [m.message for m in get_messages(answer.wsgi_request) if m.level == ERROR]
+    assert len(errors) == 1, errors
+    return str(errors[0])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field", "said"), RENAME_CASES)
+def test_the_rest_api_names_the_field_of_an_entity_change(
+    tenant, owner, alice, sent, field, said
+) -> None:
+    from tests.api_fixtures import signed_in
+
+    url = f"/api/v1/tenants/{tenant.slug}/entities/{alice.pk}"
+    answer = signed_in(owner).patch(url, sent, format="json")
+    assert answer.status_code == 400, answer.content
+    assert _named(answer.json(), field), answer.json()
+    assert _entity_unchanged(alice)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field", "said"), RENAME_CASES)
+def test_the_entity_page_refuses_a_bad_change(tenant, owner, alice, sent, field, said) -> None:
+    client = Client()
+    client.force_login(owner)
+    action = "rename" if field == "name" else "type"
+    message = _page_error(client, f"/t/{tenant.slug}/entities/{alice.pk}/{action}", sent)
+    assert said in message, message
+    assert _entity_unchanged(alice)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field", "said"), DECISION_CASES)
+def test_the_rest_api_names_the_field_of_a_decision(
+    tenant, owner, conflict, sent, field, said
+) -> None:
+    from tests.api_fixtures import signed_in
+
+    url = f"/api/v1/tenants/{tenant.slug}/conflicts/{conflict.pk}/resolve"
+    answer = signed_in(owner).post(url, sent, format="json")
+    assert answer.status_code == 400, answer.content
+    assert _named(answer.json(), field), answer.json()
+    assert _open(conflict)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("sent", "field", "said"), DECISION_CASES)
+def test_the_conflict_page_refuses_a_bad_decision(
+    tenant, owner, conflict, sent, field, said
+) -> None:
+    client = Client()
+    client.force_login(owner)
+    message = _page_error(client, f"/t/{tenant.slug}/conflicts/{conflict.pk}/resolve", sent)
+    assert said in message, message
+    assert _open(conflict)
