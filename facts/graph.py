@@ -178,18 +178,30 @@ def entity_related(
         )[:5000]:
             via[fact_id].append(entity_id)
         own_ids = set(links.filter(entity__in=entities).values_list("fact_id", flat=True)[:5000])
-        facts = _facts(tenant, scope, category, kind).filter(pk__in=list(via))
-        hits = []
-        for fact in facts:
-            distance = 1 if fact.pk in own_ids else 2
+        # Scored on (id, trust) alone; only the best `limit` facts are then read whole.
+        scored = []
+        for fact_id, trust in (
+            _facts(tenant, scope, category, kind)
+            .filter(pk__in=list(via))
+            .values_list("pk", "trust_score")
+        ):
+            distance = 1 if fact_id in own_ids else 2
             if distance > hops:
                 continue
-            strength = max(weight[e] for e in via[fact.pk])
-            score = (1.0 if distance == 1 else 0.5 * strength) * fact.trust_score
-            names = sorted({label[e] for e in via[fact.pk]})
-            hits.append(GraphHit(fact=fact, score=score, entities=names, hops=distance))
-        hits.sort(key=lambda h: (h.score, h.fact.pk), reverse=True)
-        return hits[:limit]
+            strength = max(weight[e] for e in via[fact_id])
+            score = (1.0 if distance == 1 else 0.5 * strength) * trust
+            scored.append((score, fact_id, distance))
+        scored.sort(reverse=True)
+        best = scored[:limit]
+        facts = {f.pk: f for f in _facts(tenant, scope, category, kind).filter(
+            pk__in=[fact_id for _, fact_id, _ in best]
+        )}  # fmt: skip
+        return [
+            GraphHit(fact=facts[fact_id], score=score, hops=distance,
+                     entities=sorted({label[e] for e in via[fact_id]}))
+            for score, fact_id, distance in best
+            if fact_id in facts
+        ]  # fmt: skip
 
 
 def entities_reason(
