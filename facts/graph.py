@@ -21,6 +21,7 @@ from facts.models import Category, Conflict, ConflictStatus, Entity, Fact, FactE
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
 from tenants.scope import scope_path, scope_q, tenant_scope
+from tenants.validation import check_choice
 
 MAX_LIMIT = 100
 MAX_ENTITIES = 10
@@ -79,10 +80,8 @@ def _entities_named(tenant: Tenant, key: str) -> list[Entity]:
 def _facts(
     tenant: Tenant, scope: str | None, category: str | None, kind: str | None
 ) -> QuerySet[Fact]:
-    if category is not None and category not in Category.values:
-        raise InvalidInput("category", f"must be one of {', '.join(Category.values)}")
-    if kind is not None and kind not in Kind.values:
-        raise InvalidInput("kind", f"must be one of {', '.join(Kind.values)}")
+    check_choice("category", category, Category.values)
+    check_choice("kind", kind, Kind.values)
     facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
     prefix = scope_path(scope)
     if prefix:

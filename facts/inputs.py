@@ -19,7 +19,7 @@ from facts.models import Category, ConflictResolution, EntityType, Kind
 from tenants.errors import InvalidInput
 from tenants.inputs import MAX_SCOPE_CHARS as MAX_SCOPE_CHARS
 from tenants.inputs import clean_scope as clean_scope
-from tenants.validation import check_storable
+from tenants.validation import check_choice, check_storable
 
 # In characters, as the API's schema states it (a Chinese character is 3 bytes of UTF-8).
 MAX_CONTENT_CHARS = 16_384
@@ -59,9 +59,7 @@ def clean_content(content: Any) -> str:
 def clean_category(category: Any) -> str:
     if category is None:
         return Category.GENERAL
-    if category not in Category.values:
-        raise InvalidInput("category", f"must be one of {', '.join(Category.values)}")
-    return str(category)
+    return str(check_choice("category", category, Category.values))
 
 
 def clean_tags(tags: Any) -> tuple[str, ...]:
@@ -82,9 +80,7 @@ def clean_tags(tags: Any) -> tuple[str, ...]:
 def clean_kind(kind: Any) -> str:
     if kind is None:
         return Kind.FACT
-    if kind not in Kind.values:
-        raise InvalidInput("kind", f"must be one of {', '.join(Kind.values)}")
-    return str(kind)
+    return str(check_choice("kind", kind, Kind.values))
 
 
 def clean_short(name: str, value: Any, limit: int) -> str:
@@ -319,9 +315,9 @@ def clean_term(value: Any) -> str:
 
 
 def clean_entity_type(value: Any) -> str:
-    if value not in EntityType.values:
+    if value is None:  # absent is not a type either
         raise InvalidInput("type", f"must be one of {', '.join(EntityType.values)}")
-    return str(value)
+    return str(check_choice("type", value, EntityType.values))
 
 
 def optional_entity_type(value: Any) -> str | None:
@@ -333,9 +329,9 @@ def optional_entity_type(value: Any) -> str | None:
 
 
 def conflict_decision(value: Any) -> str:
-    if value not in DECISIONS:
+    if value is None:  # absent is not a decision either
         raise InvalidInput("decision", f"must be one of {', '.join(DECISIONS)}")
-    return str(value)
+    return str(check_choice("decision", value, list(DECISIONS)))
 
 
 def conflict_note(value: Any) -> str:
@@ -473,9 +469,7 @@ class ToolArguments:
         return value
 
     def choice(self, name: str, allowed: list[str]) -> str | None:
-        value = self.given(name)
-        if value is not None and value not in allowed:
-            raise InvalidInput(name, f"must be one of {', '.join(allowed)}")
+        value = check_choice(name, self.given(name), allowed)
         return None if value is None else str(value)
 
     def tags(self, name: str) -> list[str] | None:

@@ -11,6 +11,7 @@ from typing import Any
 from facts.models import Category, Kind
 from tenants.errors import InvalidInput
 from tenants.scope import scope_path
+from tenants.validation import check_choice
 
 CHANNELS = ("fts", "vec", "entity")
 MAX_QUERY_CHARS = 2000
@@ -47,10 +48,8 @@ def recall_query(raw: Mapping[str, Any]) -> RecallQuery:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidInput("k", f"must be a whole number from 1 to {MAX_K}")
     kind, category = raw.get("kind"), raw.get("category")
-    if kind is not None and kind not in Kind.values:
-        raise InvalidInput("kind", f"must be one of {', '.join(Kind.values)}")
-    if category is not None and category not in Category.values:
-        raise InvalidInput("category", f"must be one of {', '.join(Category.values)}")
+    check_choice("kind", kind, Kind.values)
+    check_choice("category", category, Category.values)
     floor = raw.get("min_trust")
     if floor is not None and (
         isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1
