@@ -116,7 +116,7 @@ class FactListQuery(StrictSerializer):
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
     cursor = serializers.CharField(required=False, max_length=500)
     order = serializers.ChoiceField(
-        choices=[("newest", "newest first"), ("importance", "most important first")],
+        choices=list(inputs.FACT_ORDERS.items()),
         default="newest",
     )
 
@@ -820,16 +820,17 @@ class GraphPageOut(serializers.Serializer):
 
 
 class RelatedQuery(serializers.Serializer):
-    hops = serializers.ChoiceField(choices=[1, 2], default=2)
-    limit = serializers.IntegerField(default=10, min_value=1, max_value=100)
+    hops = serializers.ChoiceField(choices=list(inputs.GRAPH_HOPS), default=2)
+    limit = serializers.IntegerField(default=10, min_value=1, max_value=inputs.MAX_GRAPH_LIMIT)
 
 
 class ReasonQuery(serializers.Serializer):
     name = serializers.ListField(
-        child=serializers.CharField(max_length=200), min_length=1, max_length=10,
+        child=serializers.CharField(max_length=inputs.MAX_ENTITY_NAME_CHARS), min_length=1,
+        max_length=inputs.MAX_GRAPH_NAMES,
         help_text="entity names (repeat the parameter): facts that involve all of them",
     )  # fmt: skip
-    limit = serializers.IntegerField(default=10, min_value=1, max_value=100)
+    limit = serializers.IntegerField(default=10, min_value=1, max_value=inputs.MAX_GRAPH_LIMIT)
 
 
 class DictionaryEntryOut(serializers.Serializer):
@@ -1050,7 +1051,8 @@ class EntityCurationViewSet(EntityViewSet):
     def related(self, request: Request, entity_id: int, tenant: str | None = None) -> Response:
         query = validated(RelatedQuery, request.query_params)
         return _hits(graph.entity_related(tenant=self.tenant, entity_id=entity_id,
-                                          hops=query["hops"], limit=query["limit"]))  # fmt: skip
+                                          hops=inputs.graph_hops(query["hops"]),
+                                          limit=inputs.graph_limit(query["limit"])))  # fmt: skip
 
     @extend_schema(
         summary="The facts that involve all of several entities",
@@ -1064,8 +1066,9 @@ class EntityCurationViewSet(EntityViewSet):
     def reason(self, request: Request, tenant: str | None = None) -> Response:
         query = validated(ReasonQuery, {"name": request.query_params.getlist("name"),
                                      "limit": request.query_params.get("limit", 10)})  # fmt: skip
-        return _hits(graph.entities_reason(tenant=self.tenant, names=query["name"],
-                                           limit=query["limit"]))  # fmt: skip
+        return _hits(graph.entities_reason(tenant=self.tenant,
+                                           names=inputs.entity_names("name", query["name"]),
+                                           limit=inputs.graph_limit(query["limit"])))  # fmt: skip
 
 
 class DictionaryViewSet(TenantViewSet):

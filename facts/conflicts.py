@@ -51,6 +51,7 @@ from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
 from tenants.scope import scope_within, tenant_scope
+from tenants.validation import check_choice
 
 logger = logging.getLogger(__name__)
 
@@ -410,8 +411,7 @@ def conflict_list(
     limit: int = 50, cursor: int | None = None,
 ) -> ConflictPage:  # fmt: skip
     """Conflicts, newest first; `status` None for all. `cursor`: the id a page ended before."""
-    if status is not None and status not in ConflictStatus.values:
-        raise InvalidInput("status", f"must be one of {', '.join(ConflictStatus.values)}")
+    check_choice("status", status, ConflictStatus.values)
     with tenant_scope(tenant):
         rows = _conflicts(tenant)
         if status is not None:

@@ -26,7 +26,7 @@ def embedding_text(fact: Fact, previous: Fact | None = None) -> str:
     return f"{_line(previous)}\n{_line(fact)}" if previous is not None else _line(fact)
 
 
-def _previous_turns(tenant: Tenant, facts: list[Fact]) -> dict[tuple[str, int], Fact]:
+def _previous_turns(tenant: Tenant, facts: list[Fact]) -> dict[tuple[str, int | None], Fact]:
     wanted = Q()
     for fact in facts:
         if fact.kind == Kind.TURN and fact.position:

@@ -9,6 +9,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from facts.inputs import (
+    FACT_ORDERS,
     MAX_CONTENT_CHARS,
     MAX_ID,
     MAX_PURGE_REASON_CHARS,
@@ -71,7 +72,7 @@ class FactFilterForm(forms.Form):
     order = forms.ChoiceField(
         label=_("Order"),
         required=False,
-        choices=[("importance", _("most important first")), ("newest", _("newest first"))],
+        choices=[(o, _(FACT_ORDERS[o])) for o in ("importance", "newest")],
         initial="importance",
     )
     cursor = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)

@@ -5,26 +5,28 @@ facts.conflicts) that the Hermes `contradict` action lists.
 Facts are linked to the entities they name when they are stored (facts.entities). These reads
 walk those links, always inside the tenant's scope; an entity is found by its name or an alias,
 compared after normalisation ("Alice", " alice " and an alias "Ali" are one entity).
+
+They take parsed values: every surface checks names, limits and hops with facts.inputs
+(`clean_entity_name`, `entity_names`, `graph_limit`, `graph_hops`) and scopes and choices with
+the same functions its writes use.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
 from facts.entities import entity_normalize
-from facts.models import Category, Conflict, ConflictStatus, Entity, Fact, FactEntity, Kind, Status
-from tenants.errors import InvalidInput, NotFound
+from facts.models import Conflict, ConflictStatus, Entity, Fact, FactEntity, Kind, Status
+from tenants.errors import NotFound
 from tenants.models import Tenant
 from tenants.scope import scope_path, scope_q, tenant_scope
-from tenants.validation import check_choice
 
-MAX_LIMIT = 100
-MAX_ENTITIES = 10
+MAX_ENTITIES = 10  # entities one name may stand for (an exact name or alias, else words)
 # Co-mentioned entities followed by `entity_related` (the strongest connections first).
 RELATED_NEIGHBOURS = 20
 
@@ -50,20 +52,6 @@ class Contradiction:
     reason: str = ""  # negation, opposite, number, date, value
 
 
-def _limit(limit: Any) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput("limit", f"must be a whole number from 1 to {MAX_LIMIT}")
-    return limit
-
-
-def _name(field_name: str, value: Any) -> str:
-    if not isinstance(value, str) or not entity_normalize(value):
-        raise InvalidInput(field_name, "must be a non-empty name")
-    if len(value) > 200:
-        raise InvalidInput(field_name, "is longer than 200 characters")
-    return entity_normalize(value)
-
-
 def _entities_named(tenant: Tenant, key: str) -> list[Entity]:
     """The entity called `key` (name or alias); else those whose name contains it as a word,
     so "alice" finds "Alice Chen" when no entity is called just "Alice"."""
@@ -80,8 +68,6 @@ def _entities_named(tenant: Tenant, key: str) -> list[Entity]:
 def _facts(
     tenant: Tenant, scope: str | None, category: str | None, kind: str | None
 ) -> QuerySet[Fact]:
-    check_choice("category", category, Category.values)
-    check_choice("kind", kind, Kind.values)
     facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
     prefix = scope_path(scope)
     if prefix:
@@ -100,15 +86,15 @@ def _by_trust(facts: QuerySet[Fact]) -> QuerySet[Fact]:
 def entity_facts(
     *,
     tenant: Tenant,
-    name: Any,
+    name: str,
     scope: str | None = None,
     category: str | None = None,
     kind: str | None = None,
-    limit: Any = 10,
+    limit: int = 10,
 ) -> list[GraphHit]:
     """Every active fact about the entity `name`, most trusted first. Empty when the tenant
     knows no such entity."""
-    key, limit = _name("entity", name), _limit(limit)
+    key = entity_normalize(name)
     with tenant_scope(tenant):
         entities = _entities_named(tenant, key)
         if not entities:
@@ -121,9 +107,7 @@ def entity_facts(
         return [GraphHit(fact=f, score=f.trust_score, entities=names) for f in facts]
 
 
-def _entity_by_id(tenant: Tenant, entity_id: Any) -> Entity:
-    if isinstance(entity_id, bool) or not isinstance(entity_id, int) or entity_id < 1:
-        raise InvalidInput("entity_id", "must be a whole number")
+def _entity_by_id(tenant: Tenant, entity_id: int) -> Entity:
     entity = Entity.objects.for_tenant(tenant).filter(pk=entity_id).first()
     if entity is None:
         raise NotFound("entity", entity_id)
@@ -133,27 +117,23 @@ def _entity_by_id(tenant: Tenant, entity_id: Any) -> Entity:
 def entity_related(
     *,
     tenant: Tenant,
-    name: Any = None,
-    entity_id: Any = None,
-    hops: Any = 2,
+    name: str | None = None,
+    entity_id: int | None = None,
+    hops: int = 2,
     scope: str | None = None,
     category: str | None = None,
     kind: str | None = None,
-    limit: Any = 10,
+    limit: int = 10,
 ) -> list[GraphHit]:
     """What connects to the entity `name` (or `entity_id`): the facts that tie it to other
     entities (one hop), then, with `hops` 2, the facts about those entities (two hops),
     weighted by how often each is mentioned together with it. Each hit names the entities it
     came through."""
-    if hops not in (1, 2) or isinstance(hops, bool):
-        raise InvalidInput("hops", "must be 1 or 2")
-    limit = _limit(limit)
-    key = _name("entity", name) if entity_id is None else ""
     with tenant_scope(tenant):
         entities = (
             [_entity_by_id(tenant, entity_id)]
             if entity_id is not None
-            else (_entities_named(tenant, key))
+            else _entities_named(tenant, entity_normalize(name or ""))
         )
         if not entities:
             return []
@@ -206,20 +186,18 @@ def entity_related(
 def entities_reason(
     *,
     tenant: Tenant,
-    names: Any,
+    names: Sequence[str],
     scope: str | None = None,
     category: str | None = None,
     kind: str | None = None,
-    limit: Any = 10,
+    limit: int = 10,
 ) -> list[GraphHit]:
     """The facts linked to all of `names` at once; when none links all, those linking the most.
     Score: the share of the names a fact is linked to, times its trust."""
-    if not isinstance(names, list | tuple) or not names:
-        raise InvalidInput("entities", "must be a non-empty list of names")
-    if len(names) > MAX_ENTITIES:
-        raise InvalidInput("entities", f"at most {MAX_ENTITIES} names")
-    keys = list(dict.fromkeys(_name("entities", n) for n in names))
-    limit = _limit(limit)
+    shown: dict[str, str] = {}  # normalized name -> the name as first given
+    for name in names:
+        shown.setdefault(entity_normalize(name), name.strip())
+    keys, labels = list(shown), list(shown.values())
     with tenant_scope(tenant):
         owner: dict[int, int] = {}  # entity id -> index of the name it answers to
         for index, key in enumerate(keys):
@@ -244,12 +222,11 @@ def entities_reason(
             matched[fact_id].add(owner[entity_id])
         best = max((len(m) for m in matched.values()), default=0)
         facts = candidates.filter(pk__in=[f for f, m in matched.items() if len(m) == best])
-        names_by_index = {i: str(n).strip() for i, n in enumerate(names)}
         hits = [
             GraphHit(
                 fact=f,
                 score=len(matched[f.pk]) / len(keys) * f.trust_score,
-                entities=[names_by_index[i] for i in sorted(matched[f.pk])],
+                entities=[labels[i] for i in sorted(matched[f.pk])],
             )
             for f in facts
         ]
@@ -262,12 +239,11 @@ def fact_contradictions(
     tenant: Tenant,
     scope: str | None = None,
     category: str | None = None,
-    limit: Any = 10,
+    limit: int = 10,
 ) -> list[Contradiction]:
     """The open conflicts among the tenant's active curated facts, the surest first: the
     `Conflict` rows the worker recorded when the facts were stored (facts.conflicts), the same
     ones the review queue shows. Each pair says which entities the two share."""
-    limit = _limit(limit)
     with tenant_scope(tenant):
         facts = _facts(tenant, scope, category, Kind.FACT)
         conflicts = list(
@@ -310,7 +286,7 @@ class Neighbourhood:
     edges: list[tuple[int, int, int]]  # (entity id, entity id, facts naming both)
 
 
-def entity_neighbourhood(*, tenant: Tenant, entity_id: Any, limit: int = 12) -> Neighbourhood:
+def entity_neighbourhood(*, tenant: Tenant, entity_id: int, limit: int = 12) -> Neighbourhood:
     """The entity's closest neighbours through shared facts, and the ties among them."""
     with tenant_scope(tenant):
         centre = _entity_by_id(tenant, entity_id)

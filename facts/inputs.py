@@ -342,6 +342,42 @@ def conflict_note(value: Any) -> str:
     return value.strip()
 
 
+# -- the lists' orders ----------------------------------------------------------------------------
+
+# How a list of facts may be ordered, and how each is said.
+FACT_ORDERS = {"newest": "newest first", "importance": "most important first"}
+
+
+# -- the entity graph's reads --------------------------------------------------------------------
+
+MAX_GRAPH_LIMIT = 100
+MAX_GRAPH_NAMES = 10
+GRAPH_HOPS = (1, 2)
+
+
+def graph_limit(value: Any) -> int:
+    """How many hits a graph read returns: a whole number from 1 to MAX_GRAPH_LIMIT."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_GRAPH_LIMIT:
+        raise InvalidInput("limit", f"must be a whole number from 1 to {MAX_GRAPH_LIMIT}")
+    return value
+
+
+def graph_hops(value: Any) -> int:
+    """How far `related` walks: 1 (facts naming the entity with others) or 2."""
+    if isinstance(value, bool) or value not in GRAPH_HOPS:
+        raise InvalidInput("hops", "must be 1 or 2")
+    return int(value)
+
+
+def entity_names(field: str, value: Any) -> tuple[str, ...]:
+    """One to MAX_GRAPH_NAMES entity names (a list), each checked by `clean_entity_name`."""
+    if not isinstance(value, list | tuple) or not value:
+        raise InvalidInput(field, "must be a non-empty list of names")
+    if len(value) > MAX_GRAPH_NAMES:
+        raise InvalidInput(field, f"at most {MAX_GRAPH_NAMES} names")
+    return tuple(clean_entity_name(field, name) for name in value)
+
+
 # -- imports (JSON Lines) -------------------------------------------------------------------------
 
 IMPORT_FIELDS = (

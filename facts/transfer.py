@@ -110,7 +110,7 @@ def _export_records(
             feedback.setdefault(row.fact_id, []).append(
                 {"helpful": row.helpful, "actor": row.actor, "at": _stamp(row.at)}
             )
-        events: dict[int, list[dict[str, Any]]] = {}
+        events: dict[int | None, list[dict[str, Any]]] = {}
         rows = FactEvent.objects.for_tenant(tenant).filter(fact_id__in=chunk_ids).order_by("pk")
         for event in rows:
             events.setdefault(event.fact_id, []).append(

@@ -742,7 +742,9 @@ class ReasonPage(TenantPage):
         error = ""
         if names:
             try:
-                hits = graph.entities_reason(tenant=self.tenant, names=names, limit=50)
+                hits = graph.entities_reason(
+                    tenant=self.tenant, names=inputs.entity_names("names", names), limit=50
+                )
             except InvalidInput as problem:
                 error = problem.message
         return self.render(

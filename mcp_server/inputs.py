@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from facts.inputs import MAX_CONTENT_CHARS, MAX_SCOPE_CHARS, ToolArguments
+from facts.inputs import MAX_CONTENT_CHARS, MAX_SCOPE_CHARS, ToolArguments, clean_entity_name
 from mcp_server.catalog import CATEGORIES, KINDS, MAX_K, MAX_QUERY_CHARS, ToolSpec
 from tenants.errors import InvalidInput
 
@@ -112,7 +112,7 @@ def context_args(args: Arguments) -> ContextArgs:
 
 def entity_args(args: Arguments) -> EntityArgs:
     return EntityArgs(
-        entity=args.text("entity", limit=200, required=True) or "",
+        entity=clean_entity_name("entity", args.text("entity", required=True)),
         scope=args.text("scope", limit=MAX_SCOPE_CHARS),
         kind=args.choice("kind", KINDS),
         limit=args.whole("limit", low=1, high=MAX_K, default=10),

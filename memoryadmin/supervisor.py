@@ -35,6 +35,7 @@ from memoryadmin.embedded_db import EmbeddedDatabaseError, server_for_home
 from memoryadmin.roles import as_owner
 from memoryadmin.runstate import RunLock
 from memoryadmin.services import admin_ensure_first
+from retrieval.embedders.base import THREADS_ENV
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT_S = 30.0
@@ -69,6 +70,7 @@ class Child:
     last_exit: int | None = None
     restart_at: float | None = None  # when a dead child is due to start again
     backoff: float = RESTART_MIN_S
+    env: dict[str, str] = field(default_factory=dict)  # over the shared environment
 
     def start(self, env: dict[str, str]) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,7 +82,7 @@ class Child:
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=subprocess.STDOUT,
-            env=env,
+            env={**env, **self.env},
             start_new_session=True,
             preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads run before this
         )
@@ -191,6 +193,15 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def worker_embed_threads(concurrency: int) -> dict[str, str]:
+    """The worker's processes share the machine's cores: each embeds with its share (at least
+    one thread), unless MNEMOSYNE_EMBED_THREADS says otherwise. More threads than cores only
+    make the processes take turns."""
+    if os.environ.get(THREADS_ENV):
+        return {}
+    return {THREADS_ENV: str(max(1, (os.cpu_count() or 1) // max(1, concurrency)))}
+
+
 def _children(options: UpOptions, logs: Path) -> list[Child]:
     python = sys.executable
     celery = [python, "-m", "celery", "-A", "memoryadmin"]
@@ -208,6 +219,7 @@ def _children(options: UpOptions, logs: Path) -> list[Child]:
                 "worker@%h",
             ],
             logs / "worker.log",
+            env=worker_embed_threads(options.concurrency),
         ),
         Child("beat", [*celery, "beat", "--loglevel", "INFO"], logs / "beat.log"),
         Child(

@@ -17,7 +17,13 @@ from memoryadmin.api.strict import StrictSerializer, validated
 from tenants import selectors, services
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
-from tenants.inputs import retention_changes, retention_range, settings_changes, tenant_draft
+from tenants.inputs import (
+    API_KEY_SCOPES,
+    retention_changes,
+    retention_range,
+    settings_changes,
+    tenant_draft,
+)
 from tenants.models import (
     DEFAULT_TENANT_SETTINGS,
     ApiKey,
@@ -26,7 +32,6 @@ from tenants.models import (
     Role,
     Tenant,
 )
-from tenants.services import API_KEY_SCOPES
 
 # -- serializers ------------------------------------------------------------------------------
 

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any, cast
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from tenants.inputs import retention_range
+from tenants.inputs import API_KEY_SCOPES, retention_range
 from tenants.models import Role
-from tenants.services import API_KEY_SCOPES
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise

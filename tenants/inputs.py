@@ -5,13 +5,15 @@ and the command line parse here; the services take only the values."""
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Literal, TypedDict, overload
 
 from tenants.errors import InvalidInput
-from tenants.scope import current_scope_limit, scope_within
+from tenants.models import Role
+from tenants.scope import current_scope_limit, scope_path, scope_within
+from tenants.validation import check_choice
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 MAX_NAME_CHARS = 200
@@ -115,11 +117,68 @@ def tenant_draft(raw: Mapping[str, Any]) -> TenantDraft:
     slug = slug.strip().lower() if isinstance(slug, str) else ""
     if not SLUG_RE.match(slug):
         raise InvalidInput("slug", "use 1-63 lowercase letters, digits and inner hyphens")
-    name = raw.get("name")
-    name = name.strip() if isinstance(name, str) else ""
-    if not name or len(name) > MAX_NAME_CHARS:
-        raise InvalidInput("name", "must be 1-200 characters")
+    name = tenant_name(raw.get("name"))
     return TenantDraft(slug=slug, name=name, settings=settings_changes(raw.get("settings") or {}))
+
+
+def tenant_name(value: Any) -> str:
+    """A tenant's display name: 1 to MAX_NAME_CHARS characters once trimmed."""
+    name = value.strip() if isinstance(value, str) else ""
+    if not name or len(name) > MAX_NAME_CHARS:
+        raise InvalidInput("name", f"must be 1-{MAX_NAME_CHARS} characters")
+    return name
+
+
+# -- members, invitations and API keys -------------------------------------------------------------
+
+API_KEY_SCOPES = ("read", "write")
+MAX_KEY_NAME_CHARS = 100
+MAX_EMAIL_CHARS = 254
+ROTATION_GRACE_MAX = timedelta(days=30)
+
+
+def member_role(value: Any) -> str:
+    """A member's role (admin or auditor); absent is not a role."""
+    if value is None:
+        raise InvalidInput("role", f"must be one of {', '.join(Role.values)}")
+    return str(check_choice("role", value, Role.values))
+
+
+def invite_email(value: Any) -> str:
+    """The address an invitation is meant for, or "" for none."""
+    email = value.strip() if isinstance(value, str) else ""
+    if value not in (None, "") and not isinstance(value, str):
+        raise InvalidInput("email", "is not an e-mail address")
+    if len(email) > MAX_EMAIL_CHARS or (email and "@" not in email):
+        raise InvalidInput("email", "is not an e-mail address")
+    return email
+
+
+def key_name(value: Any) -> str:
+    """An API key's name: 1 to MAX_KEY_NAME_CHARS characters once trimmed."""
+    name = value.strip() if isinstance(value, str) else ""
+    if not name or len(name) > MAX_KEY_NAME_CHARS:
+        raise InvalidInput("name", f"must be 1-{MAX_KEY_NAME_CHARS} characters")
+    return name
+
+
+def key_scopes(value: Any) -> tuple[str, ...]:
+    """What a key may do (None: everything), each once, in the order given."""
+    scopes = list(API_KEY_SCOPES) if value is None else value
+    if (
+        not isinstance(scopes, list | tuple)
+        or not scopes
+        or any(s not in API_KEY_SCOPES for s in scopes)
+    ):
+        raise InvalidInput("scopes", f"choose from {', '.join(API_KEY_SCOPES)}")
+    return tuple(dict.fromkeys(scopes))
+
+
+def rotation_grace(value: timedelta) -> timedelta:
+    """How long a rotated key's old secret keeps working: 0 to 30 days."""
+    if value < timedelta(0) or value > ROTATION_GRACE_MAX:
+        raise InvalidInput("grace_hours", "must be between 0 and 720 hours")
+    return value
 
 
 # -- retention ------------------------------------------------------------------------------------
@@ -188,7 +247,7 @@ def scope_checked(scope: Any) -> str:
         return ""
     if not isinstance(scope, str):
         raise InvalidInput("scope", "must be text like user:alice/project:beta")
-    path = unicodedata.normalize("NFC", scope.strip()).strip("/")
+    path = scope_path(scope)
     if not path:
         return ""
     if len(path) > MAX_SCOPE_CHARS:

@@ -7,7 +7,7 @@ There is no bypass: what spans tenants goes through `tenants.cross_tenant`.
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from django.db import models
 
@@ -22,7 +22,10 @@ def _has_scope(model: type[models.Model]) -> bool:
     return True
 
 
-class TenantQuerySet(models.QuerySet):
+_M = TypeVar("_M", bound=models.Model)
+
+
+class TenantQuerySet(models.QuerySet[_M]):
     _tenant_checked = False
 
     def for_tenant(self, tenant: TenantRef | int) -> Self:
@@ -84,5 +87,11 @@ class TenantQuerySet(models.QuerySet):
         return super().explain(*args, **kwargs)
 
 
-class TenantManager(models.Manager.from_queryset(TenantQuerySet)):  # type: ignore[misc]
-    pass
+class TenantManager(models.Manager[_M]):
+    """Hands out `TenantQuerySet`s; `for_tenant` is the one way in."""
+
+    def get_queryset(self) -> TenantQuerySet[_M]:
+        return TenantQuerySet(self.model, using=self._db)
+
+    def for_tenant(self, tenant: TenantRef | int) -> TenantQuerySet[_M]:
+        return self.get_queryset().for_tenant(tenant)

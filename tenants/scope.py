@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -104,8 +105,9 @@ def current_scope_limit() -> str:
 
 
 def scope_path(prefix: str | None) -> str:
-    """A scope prefix as written by a user or a tool, in its one canonical form ("" for none)."""
-    return (prefix or "").strip().strip("/")
+    """A scope path in its one written form (NFC, no outer spaces or slashes; "" for none).
+    `tenants.inputs.scope_checked` checks a path from outside and then writes it this way."""
+    return unicodedata.normalize("NFC", (prefix or "").strip()).strip("/")
 
 
 def scope_within(scope: str, prefix: str) -> bool:

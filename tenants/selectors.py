@@ -52,7 +52,7 @@ def membership_role(*, tenant: Tenant, user: AbstractBaseUser) -> str | None:
     if getattr(user, "is_superuser", False):
         return "admin"
     with tenant_scope(tenant):
-        row = Membership.objects.for_tenant(tenant).filter(user=user).first()
+        row = Membership.objects.for_tenant(tenant).filter(user_id=user.pk).first()
     return row.role if row else None
 
 

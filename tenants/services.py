@@ -21,8 +21,17 @@ from django.utils import timezone
 from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
-from tenants.inputs import RetentionChanges, SettingsChanges, TenantDraft
-from tenants.inputs import retention_changes_validate as retention_changes_validate  # the preview
+from tenants.inputs import (
+    RetentionChanges,
+    SettingsChanges,
+    TenantDraft,
+    invite_email,
+    key_name,
+    key_scopes,
+    member_role,
+    rotation_grace,
+    tenant_name,
+)
 from tenants.models import (
     DEFAULT_TENANT_SETTINGS,
     ApiKey,
@@ -37,7 +46,6 @@ from tenants.models import (
 )
 from tenants.scope import scope_limit_set, tenant_scope
 
-API_KEY_SCOPES = ("read", "write")
 KEY_PREFIX = "mnm"
 _LAST_USED_EVERY = timedelta(seconds=60)
 
@@ -119,11 +127,10 @@ def _refuse_last_admin(tenant: Tenant, membership: Membership | None, *, removin
 def membership_set(
     *, tenant: Tenant, user: AbstractBaseUser, role: str, actor: Actor
 ) -> Membership:
-    if role not in Role.values:
-        raise InvalidInput("role", f"must be one of {', '.join(Role.values)}")
+    role = member_role(role)
     with tenant_scope(tenant):
         existing: Membership | None = (
-            Membership.objects.for_tenant(tenant).filter(user=user).first()
+            Membership.objects.for_tenant(tenant).filter(user_id=user.pk).first()
         )
         if existing is not None and existing.role == role:
             return existing
@@ -132,7 +139,7 @@ def membership_set(
         before = {"role": existing.role} if existing else None
         membership: Membership
         membership, _ = Membership.objects.for_tenant(tenant).update_or_create(
-            user=user, defaults={"role": role, "tenant": tenant}
+            user_id=user.pk, defaults={"role": role, "tenant": tenant}
         )
         _event(
             tenant, "member_set", actor, user.get_username(), before=before, after={"role": role}
@@ -143,7 +150,7 @@ def membership_set(
 @transaction.atomic
 def membership_remove(*, tenant: Tenant, user: AbstractBaseUser, actor: Actor) -> None:
     with tenant_scope(tenant):
-        membership = Membership.objects.for_tenant(tenant).filter(user=user).first()
+        membership = Membership.objects.for_tenant(tenant).filter(user_id=user.pk).first()
         if membership is None:
             raise NotFound("membership", user.get_username())
         _refuse_last_admin(tenant, membership, removing=True)
@@ -166,11 +173,7 @@ def invitation_create(
     *, tenant: Tenant, role: str, actor: Actor, email: str = ""
 ) -> CreatedInvitation:
     """A one-time sign-up link to join the tenant with `role`, valid MNEMOSYNE_INVITE_DAYS."""
-    if role not in Role.values:
-        raise InvalidInput("role", f"must be one of {', '.join(Role.values)}")
-    email = (email or "").strip()
-    if len(email) > 254 or (email and "@" not in email):
-        raise InvalidInput("email", "is not an e-mail address")
+    role, email = member_role(role), invite_email(email)
     token = secrets.token_urlsafe(32)
     expires = timezone.now() + timedelta(days=django_settings.MNEMOSYNE_INVITE_DAYS)
     with tenant_scope(tenant):
@@ -338,9 +341,7 @@ def _archives_remove(tenant_pk: int) -> None:
 
 @transaction.atomic
 def tenant_rename(*, tenant: Tenant, name: str, actor: Actor) -> Tenant:
-    name = (name or "").strip()
-    if not name or len(name) > 200:
-        raise InvalidInput("name", "must be 1-200 characters")
+    name = tenant_name(name)
     locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
     before = locked.name
     if before == name:
@@ -393,12 +394,7 @@ def apikey_create(
 ) -> CreatedApiKey:
     """A new key; `expires_at` ends it (None: never), `scope_prefix` limits it to that scope
     and below (None or "": the whole tenant)."""
-    name = (name or "").strip()
-    if not name or len(name) > 100:
-        raise InvalidInput("name", "must be 1-100 characters")
-    scopes = list(dict.fromkeys(scopes if scopes is not None else API_KEY_SCOPES))
-    if not scopes or any(s not in API_KEY_SCOPES for s in scopes):
-        raise InvalidInput("scopes", f"choose from {', '.join(API_KEY_SCOPES)}")
+    name, scopes = key_name(name), list(key_scopes(scopes))
     expires_at = _clean_expiry(expires_at)
     limit = _clean_key_scope_prefix(scope_prefix)
     prefix = secrets.token_hex(6)
@@ -491,16 +487,12 @@ def apikey_usage_record(*, key: ApiKey) -> None:
         )
 
 
-ROTATION_GRACE_MAX = timedelta(days=30)
-
-
 def apikey_rotate(
     *, tenant: Tenant, key_id: int, actor: Actor, grace: timedelta = timedelta(hours=24)
 ) -> CreatedApiKey:
     """A new secret for the key; the old one keeps working for `grace` (at most 30 days), so
     that the programs using it can be changed one by one."""
-    if grace < timedelta(0) or grace > ROTATION_GRACE_MAX:
-        raise InvalidInput("grace_hours", "must be between 0 and 720 hours")
+    grace = rotation_grace(grace)
     with tenant_scope(tenant):
         key = ApiKey.objects.for_tenant(tenant).select_for_update().filter(pk=key_id).first()
         if key is None:

@@ -9,7 +9,7 @@ from facts import curation
 from facts.entities import Dictionary, entities_found
 from facts.extract import extract_entities
 from facts.graph import entities_reason, entity_related
-from facts.inputs import clean_entity_name, clean_entity_type, fact_changes, fact_draft
+from facts.inputs import clean_entity_name, clean_entity_type, fact_changes, fact_draft, graph_hops
 from facts.models import Entity, EntityEvent, RelinkJob
 from facts.selectors.entities import entity_get, entity_list
 from facts.selectors.facts import fact_entities
@@ -227,8 +227,8 @@ def test_related_walks_one_and_two_hops_by_entity_id(tenant, system_actor) -> No
         "Alice Chen leads the Northstar project",
         "Bob Li reviews every Northstar release",
     }
-    with pytest.raises(InvalidInput):
-        entity_related(tenant=tenant, entity_id=alice.pk, hops=3)
+    with pytest.raises(InvalidInput, match="hops"):
+        graph_hops(3)  # what every surface parses `hops` with, before the graph is asked
 
 
 def test_an_outsider_cannot_curate_or_see_the_history(

@@ -313,3 +313,110 @@ def test_the_conflict_page_refuses_a_bad_decision(
     message = _page_error(client, f"/t/{tenant.slug}/conflicts/{conflict.pk}/resolve", sent)
     assert said in message, message
     assert _open(conflict)
+
+
+# -- the entity graph's reads: the REST API, the agent tool, the MCP tool and the reason page ------
+
+# (what is wrong, the names asked about, what every surface says): each surface names its own
+# parameter (REST `name`, the agent tool `entities`, the page `names`), parsed by
+# `facts.inputs.entity_names`.
+BAD_NAME_LISTS = [
+    ("too many names", [f"person {n}" for n in range(11)], "at most 10 names"),
+    ("a name too long", ["Alice", "x" * 201], "200 characters"),
+]
+NAME_LIST_CASES = [pytest.param(names, said, id=name) for name, names, said in BAD_NAME_LISTS]
+
+# (what is wrong, the entity asked about, what the agent and MCP tools say of `entity`)
+BAD_ENTITIES = [
+    ("a blank entity", "   ", ""),
+    ("an entity too long", "x" * 201, "200 characters"),
+]
+ENTITY_CASES = [pytest.param(entity, said, id=name) for name, entity, said in BAD_ENTITIES]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("names", "said"), NAME_LIST_CASES)
+def test_the_rest_api_refuses_a_bad_list_of_entities(tenant, owner, alice, names, said) -> None:
+    from tests.api_fixtures import signed_in
+
+    answer = signed_in(owner).get(f"/api/v1/tenants/{tenant.slug}/entities/reason", {"name": names})
+    assert answer.status_code == 400, answer.content
+    assert _named(answer.json(), "name"), answer.json()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("names", "said"), NAME_LIST_CASES)
+def test_the_agent_tool_refuses_a_bad_list_of_entities(
+    tenant, write_key, alice, names, said
+) -> None:
+    answer = bearer(write_key).post(
+        "/api/v1/agent/tools/fact_store",
+        {"arguments": {"action": "reason", "entities": names}},
+        format="json",
+    )
+    assert answer.status_code == 400, answer.content
+    body = answer.json()
+    assert body["field"] == "entities" and said in body["error"], body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("names", "said"), NAME_LIST_CASES)
+def test_the_reason_page_refuses_a_bad_list_of_entities(tenant, owner, alice, names, said) -> None:
+    client = Client()
+    client.force_login(owner)
+    answer = client.get(f"/t/{tenant.slug}/entities/reason/", {"names": ", ".join(names)})
+    assert answer.status_code == 400
+    assert said in answer.context["error"], answer.context["error"]
+    assert answer.context["hits"] == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("entity", "said"), ENTITY_CASES)
+def test_the_agent_tool_refuses_a_bad_entity(tenant, write_key, alice, entity, said) -> None:
+    for action in ("probe", "related"):
+        answer = bearer(write_key).post(
+            "/api/v1/agent/tools/fact_store",
+            {"arguments": {"action": action, "entity": entity}},
+            format="json",
+        )
+        assert answer.status_code == 400, answer.content
+        body = answer.json()
+        assert body["field"] == "entity" and said in body["error"], body
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_mcp_tool_refuses_a_bad_entity(live_server, mcp_team) -> None:
+    async def ask_each() -> list[dict[str, Any]]:
+        async with http_session(live_server.url, mcp_team.write) as session:
+            return [
+                payload(await session.call_tool(tool, {"entity": entity}))
+                for tool in ("memory_probe", "memory_related")
+                for _name, entity, _said in BAD_ENTITIES
+            ]
+
+    answers = run(ask_each)
+    cases = [case for _tool in ("memory_probe", "memory_related") for case in BAD_ENTITIES]
+    for (name, _entity, said), answer in zip(cases, answers, strict=True):
+        error = str(answer.get("error", ""))
+        assert error.startswith("entity: ") and said in error, (name, answer)
+
+
+@pytest.mark.django_db
+def test_a_good_graph_read_answers_on_every_surface(tenant, owner, write_key, alice) -> None:
+    """The same parsers let good input through: Alice is found by each surface."""
+    from tests.api_fixtures import signed_in
+
+    rest = signed_in(owner).get(
+        f"/api/v1/tenants/{tenant.slug}/entities/reason", {"name": ["alice"]}
+    )
+    assert rest.status_code == 200 and "Alice owns Atlas." in rest.content.decode()
+    tool = bearer(write_key).post(
+        "/api/v1/agent/tools/fact_store",
+        {"arguments": {"action": "probe", "entity": " Alice "}},
+        format="json",
+    )
+    assert tool.status_code == 200 and "Alice owns Atlas." in tool.content.decode()
+    client = Client()
+    client.force_login(owner)
+    page = client.get(f"/t/{tenant.slug}/entities/reason/", {"names": "Alice"})
+    assert page.status_code == 200 and "Alice owns Atlas." in page.content.decode()

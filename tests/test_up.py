@@ -168,3 +168,17 @@ def test_up_refuses_a_port_in_use(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert f"127.0.0.1:{port} is already in use" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_workers_processes_share_the_cores_when_embedding(monkeypatch) -> None:
+    """Under `up`, each of the worker's processes embeds with its share of the cores (two
+    processes with two threads each on two cores only take turns); an explicit
+    MNEMOSYNE_EMBED_THREADS is left as it is."""
+    from memoryadmin import supervisor
+
+    monkeypatch.delenv("MNEMOSYNE_EMBED_THREADS", raising=False)
+    monkeypatch.setattr(supervisor.os, "cpu_count", lambda: 8)
+    assert supervisor.worker_embed_threads(2) == {"MNEMOSYNE_EMBED_THREADS": "4"}
+    assert supervisor.worker_embed_threads(16) == {"MNEMOSYNE_EMBED_THREADS": "1"}
+    monkeypatch.setenv("MNEMOSYNE_EMBED_THREADS", "3")
+    assert supervisor.worker_embed_threads(2) == {}

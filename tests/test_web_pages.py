@@ -632,8 +632,8 @@ def test_every_stored_code_reads_in_chinese() -> None:
 
     from facts.models import Category, EntityType, EventAction, Kind, Status
     from memoryadmin.terms import term
+    from tenants.inputs import API_KEY_SCOPES
     from tenants.models import Role, TenantAction
-    from tenants.services import API_KEY_SCOPES
 
     codes = [*Kind.values, *Category.values, *Status.values, *EntityType.values,
              *EventAction.values, *TenantAction.values, *Role.values, *API_KEY_SCOPES]  # fmt: skip

@@ -125,12 +125,14 @@ def audit_event_list(
                 for e in rows.order_by("-at", "-id")[: limit + 1]
             ]
         if "tenant" in sources:
-            rows = TenantEvent.objects.for_tenant(tenant).filter(common & _keyset("tenant", after))
+            tenant_rows = TenantEvent.objects.for_tenant(tenant).filter(
+                common & _keyset("tenant", after)
+            )
             events += [
                 AuditEvent(
                     "tenant", e.pk, e.action, e.actor, None, e.target, e.before, e.after, e.at
                 )
-                for e in rows.order_by("-at", "-id")[: limit + 1]
+                for e in tenant_rows.order_by("-at", "-id")[: limit + 1]
             ]
     events.sort(key=lambda e: e.key, reverse=True)
     more = len(events) > limit

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from facts.inputs import FACT_ORDERS
 from facts.models import (
     Category,
     Conflict,
@@ -36,21 +37,10 @@ from tenants.models import Tenant
 from tenants.scope import current_scope_limit, scope_q, tenant_scope
 from tenants.validation import check_choice
 
-ORDERS = ("newest", "importance")
 
-
-def _fact_id(value: Any) -> int:
-    if isinstance(value, bool):
-        raise InvalidInput("fact_id", "must be a whole number")
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput("fact_id", "must be a whole number") from None
-
-
-def fact_get(*, tenant: Tenant, fact_id: Any) -> Fact:
+def fact_get(*, tenant: Tenant, fact_id: int) -> Fact:
     with tenant_scope(tenant):
-        fact: Fact | None = Fact.objects.for_tenant(tenant).filter(pk=_fact_id(fact_id)).first()
+        fact: Fact | None = Fact.objects.for_tenant(tenant).filter(pk=fact_id).first()
     if fact is None:
         raise NotFound("fact", fact_id)
     return fact
@@ -116,8 +106,9 @@ def fact_list(
         filters &= Q(created_at__gte=created_after)
     if created_before is not None:
         filters &= Q(created_at__lt=created_before)
-    if order not in ORDERS:
-        raise InvalidInput("order", f"must be one of {', '.join(ORDERS)}")
+    if order is None:
+        raise InvalidInput("order", f"must be one of {', '.join(FACT_ORDERS)}")
+    check_choice("order", order, list(FACT_ORDERS))
     by_importance = order == "importance"
     if cursor:
         filters &= _after(cursor, by_importance)
@@ -157,23 +148,25 @@ def fact_count(*, tenant: Tenant, status: str | None = Status.ACTIVE) -> int:
     return count
 
 
-def fact_history(*, tenant: Tenant, fact_id: Any) -> list[FactEvent]:
+def fact_history(*, tenant: Tenant, fact_id: int) -> list[FactEvent]:
     """Every recorded change of a fact, oldest first (also after it was purged)."""
-    ident = _fact_id(fact_id)
     with tenant_scope(tenant):
-        if current_scope_limit() and not Fact.objects.for_tenant(tenant).filter(pk=ident).exists():
+        if (
+            current_scope_limit()
+            and not Fact.objects.for_tenant(tenant).filter(pk=fact_id).exists()
+        ):
             raise NotFound("fact", fact_id)  # outside the key's scope limit
         events = list(
-            FactEvent.objects.for_tenant(tenant).filter(fact_id=ident).order_by("at", "id")
+            FactEvent.objects.for_tenant(tenant).filter(fact_id=fact_id).order_by("at", "id")
         )
     if not events:
         raise NotFound("fact", fact_id)
     return events
 
 
-def fact_entities(*, tenant: Tenant, fact_id: Any) -> list[Entity]:
+def fact_entities(*, tenant: Tenant, fact_id: int) -> list[Entity]:
     with tenant_scope(tenant):
-        ids = FactEntity.objects.for_tenant(tenant).filter(fact_id=_fact_id(fact_id))
+        ids = FactEntity.objects.for_tenant(tenant).filter(fact_id=fact_id)
         return list(
             Entity.objects.for_tenant(tenant)
             .filter(pk__in=ids.values("entity_id"))
@@ -181,33 +174,32 @@ def fact_entities(*, tenant: Tenant, fact_id: Any) -> list[Entity]:
         )
 
 
-def fact_vectors(*, tenant: Tenant, fact_id: Any) -> list[FactVector]:
+def fact_vectors(*, tenant: Tenant, fact_id: int) -> list[FactVector]:
     """The fact's vectors, one per embedding model, oldest model first."""
     with tenant_scope(tenant):
         return list(
             FactVector.objects.for_tenant(tenant)
-            .filter(fact_id=_fact_id(fact_id))
+            .filter(fact_id=fact_id)
             .order_by("created_at", "id")
         )
 
 
-def fact_feedback_list(*, tenant: Tenant, fact_id: Any, limit: int = 100) -> list[Feedback]:
+def fact_feedback_list(*, tenant: Tenant, fact_id: int, limit: int = 100) -> list[Feedback]:
     """The fact's feedback, newest first."""
     with tenant_scope(tenant):
         return list(
             Feedback.objects.for_tenant(tenant)
-            .filter(fact_id=_fact_id(fact_id))
+            .filter(fact_id=fact_id)
             .order_by("-at", "-id")[:limit]
         )
 
 
-def fact_conflicts(*, tenant: Tenant, fact_id: Any) -> list[Conflict]:
+def fact_conflicts(*, tenant: Tenant, fact_id: int) -> list[Conflict]:
     """The conflicts the fact is part of (either side), newest first, both facts loaded."""
-    ident = _fact_id(fact_id)
     with tenant_scope(tenant):
         return list(
             Conflict.objects.for_tenant(tenant)
-            .filter(Q(fact_a_id=ident) | Q(fact_b_id=ident))
+            .filter(Q(fact_a_id=fact_id) | Q(fact_b_id=fact_id))
             .select_related("fact_a", "fact_b")
             .defer("fact_a__search_vector", "fact_b__search_vector")
             .order_by("-detected_at", "-id")

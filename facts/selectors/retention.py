@@ -11,10 +11,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from facts.models import Fact, Status
+from tenants.inputs import retention_changes_validate
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.selectors import retention_policy_get
-from tenants.services import retention_changes_validate
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from facts.inputs import ToolArguments, clean_scope, fact_changes, fact_draft
+from facts.inputs import (
+    ToolArguments,
+    clean_entity_name,
+    clean_scope,
+    entity_names,
+    fact_changes,
+    fact_draft,
+)
 from facts.models import Fact
 from hermes_provider.candidates import candidate_facts
 from hermes_provider.schemas import (
@@ -168,7 +175,7 @@ def _entity_action(selector: Callable[..., list[Any]]) -> Callable[[Binding, dic
     def action(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
         _need(binding, write=False)
         args = _args(raw)
-        entity = args.text("entity", required=True)
+        entity = clean_entity_name("entity", args.given("entity"))
         filters = dict(
             scope=_read_scope(binding, args),
             category=args.choice("category", CATEGORIES),
@@ -202,7 +209,7 @@ def _reason(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
     args = _args(raw)
     hits = entities_reason(
         tenant=binding.tenant,
-        names=args.names("entities"),
+        names=entity_names("entities", args.names("entities")),
         scope=_read_scope(binding, args),
         category=args.choice("category", CATEGORIES),
         kind=args.choice("kind", KINDS),

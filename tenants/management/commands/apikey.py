@@ -6,8 +6,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import API_KEY_SCOPES
 from tenants.selectors import apikey_list, tenant_get
-from tenants.services import API_KEY_SCOPES, apikey_create, apikey_revoke
+from tenants.services import apikey_create, apikey_revoke
 
 
 class Command(BaseCommand):
