@@ -125,7 +125,7 @@ def tenant_name(value: Any) -> str:
     """A tenant's display name: 1 to MAX_NAME_CHARS characters once trimmed."""
     name = value.strip() if isinstance(value, str) else ""
     if not name or len(name) > MAX_NAME_CHARS:
-        raise InvalidInput("name", f"must be 1-{MAX_NAME_CHARS} characters")
+        raise InvalidInput("name", "must be 1-200 characters")
     return name
 
 
@@ -158,7 +158,7 @@ def key_name(value: Any) -> str:
     """An API key's name: 1 to MAX_KEY_NAME_CHARS characters once trimmed."""
     name = value.strip() if isinstance(value, str) else ""
     if not name or len(name) > MAX_KEY_NAME_CHARS:
-        raise InvalidInput("name", f"must be 1-{MAX_KEY_NAME_CHARS} characters")
+        raise InvalidInput("name", "must be 1-100 characters")
     return name
 
 

@@ -8,7 +8,7 @@ import pytest
 from facts.conflicts import conflicts_check_pending
 from facts.embedding import facts_embed_batch
 from facts.graph import entities_reason, entity_facts, entity_related, fact_contradictions
-from facts.inputs import fact_draft
+from facts.inputs import entity_names, fact_draft
 from facts.models import Category, Kind
 from facts.selectors.facts import fact_list
 from facts.services import fact_add, fact_feedback
@@ -81,7 +81,7 @@ def test_reason_finds_the_facts_that_link_all_the_entities(tenant, stored) -> No
     assert _contents(hits) == ["Alice Chen leads the Northstar project"]
     assert hits[0].entities == ["Alice Chen", "Northstar"]
     with pytest.raises(InvalidInput) as problem:
-        entities_reason(tenant=tenant, names=[])
+        entity_names("entities", [])  # what every surface parses the names with
     assert problem.value.field == "entities"
 
 
