@@ -148,13 +148,19 @@ class Entity(TenantOwned):
     type = models.CharField(max_length=16, choices=EntityType.choices, default=EntityType.OTHER)
     aliases = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Active facts that name it, as the statistics sweep last counted them; exact unless the
+    # entity is in EntityDirty (facts.stats reads those live).
+    active_facts = models.IntegerField(default=0)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["tenant", "id"], name="entity_tenant_id"),
             models.UniqueConstraint(fields=["tenant", "normalized"], name="entity_unique_name"),
         ]
-        indexes = [GinIndex(fields=["aliases"], name="entity_aliases")]
+        indexes = [
+            GinIndex(fields=["aliases"], name="entity_aliases"),
+            models.Index(fields=["tenant", "-active_facts", "id"], name="entity_active_facts"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -405,3 +411,37 @@ class RetentionRun(TenantOwned):
 
     def __str__(self) -> str:
         return f"retention run {self.pk} of tenant {self.tenant_id} ({self.status})"
+
+
+# -- maintained statistics (facts.stats) ------------------------------------------------------
+
+
+class FactStat(TenantOwned):
+    """How many facts of a tenant have each (kind, status, trust band, vector model, day made):
+    rows written by the database's triggers on facts_fact (one per statement and key, `n` the
+    change), summed when read, folded into one row per key by the statistics sweep."""
+
+    kind = models.CharField(max_length=8)
+    status = models.CharField(max_length=12)
+    band = models.SmallIntegerField()  # trust in tenths: 0 for [0, 0.1) ... 9 for [0.9, 1]
+    model = models.CharField(max_length=100)
+    day = models.DateField()  # created_at's date in UTC
+    n = models.BigIntegerField()
+    folded = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["tenant"], condition=models.Q(folded=False), name="factstat_unfolded"
+            ),
+        ]
+
+
+class EntityDirty(TenantOwned):
+    """An entity whose count of active facts may have changed since the sweep last counted it
+    (written by the triggers on facts_fact and facts_factentity)."""
+
+    entity_id = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "entity_id"], name="entitydirty_entity")]

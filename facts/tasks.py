@@ -17,7 +17,9 @@ from facts.models import RelinkStatus
 from facts.retention import retention_run_execute, retention_run_fail
 from facts.retention import retention_sweep as retention_sweep_due
 from facts.services import fact_record_retrievals
+from facts.stats import stats_fold
 from retrieval.vectors import vector_models_cleanup, vector_switch_finish
+from tenants.cross_tenant import tenants_with_stats_work
 from tenants.jobs import tenant_task
 from tenants.models import Tenant
 
@@ -184,3 +186,30 @@ def retention_sweep() -> int:
     for tenant_id, run_id in todo:
         retention_run.delay(tenant_id, run_id)
     return len(todo)
+
+
+# -- maintained statistics -------------------------------------------------------------------
+
+
+@shared_task(
+    name="facts.tasks.facts_stats_fold",
+    ignore_result=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=120,
+    time_limit=150,
+)
+@tenant_task()
+def facts_stats_fold(tenant: Tenant) -> int:
+    """Fold one tenant's statistics rows and count its changed entities (facts.stats)."""
+    return stats_fold(tenant=tenant).entities_counted
+
+
+@shared_task(name="facts.tasks.facts_stats_sweep", ignore_result=True)
+def facts_stats_sweep() -> int:
+    """Beat: a fold for every tenant whose statistics changed since the last one."""
+    tenant_ids = tenants_with_stats_work()
+    for tenant_id in tenant_ids:
+        facts_stats_fold.delay(tenant_id)
+    return len(tenant_ids)

@@ -349,6 +349,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("MNEMOSYNE_RETENTION_SWEEP_SECONDS", 60, minimum=1)),
         "options": {"expires": 60},
     },
+    # The dashboard's and entity lists' counts stay cheap to read: fold what changed.
+    "stats-sweep": {
+        "task": "facts.tasks.facts_stats_sweep",
+        "schedule": float(env_int("MNEMOSYNE_STATS_SWEEP_SECONDS", 30, minimum=1)),
+        "options": {"expires": 30},
+    },
     # A changed extractor re-links every fact; lost relink jobs are sent again.
     "relink-sweep": {
         "task": "facts.tasks.entities_relink_sweep",

@@ -72,6 +72,13 @@ def relink_stale(*, queued_before: datetime, running_before: datetime) -> list[t
         return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
+def tenants_with_stats_work() -> list[int]:
+    """Tenants with statistics rows to fold or entities to count again (facts.stats)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM mnemosyne_tenants_with_stats_work()")
+        return [row[0] for row in cursor.fetchall()]
+
+
 def tenant_rows_delete(*, tenant_id: int) -> None:
     """Delete every row of the tenant, audit trail included, and the tenant itself (its other
     rows' foreign keys are checked at commit)."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from django.db.models import Count, Q
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Sum
 from django.utils import timezone
 
-from facts.models import Conflict, ConflictStatus, Entity, Fact, FactEntity, Kind, Status
+from facts.models import Conflict, ConflictStatus, Entity, FactEntity, FactStat, Kind, Status
+from facts.selectors.entities import DIRTY_LIVE_MAX, entity_dirty_ids, entity_live_counts
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -29,31 +29,31 @@ class FactCounts:
 
 
 def fact_counts(*, tenant: Tenant, embedding_model: str | None) -> FactCounts:
-    """How many facts the tenant has in each state, and the active ones by trust, in one pass
-    over its facts.
+    """How many facts the tenant has in each state, and the active ones by trust: the sum of
+    its maintained statistics (facts.stats), exact at once, however many facts it has.
 
     `embedding_model` is the model new vectors are made with; active facts whose newest vector
     is of another model (or that have none) are the embedding backlog. None: no model yet, so
     every active fact waits."""
-    active = Q(status=Status.ACTIVE)
-    waiting = active & ~Q(embedding_model=embedding_model) if embedding_model else active
-    bands = {}
-    for band in range(TRUST_BANDS):
-        low, high = band / TRUST_BANDS, (band + 1) / TRUST_BANDS
-        upper = Q(trust_score__lte=high) if band == TRUST_BANDS - 1 else Q(trust_score__lt=high)
-        bands[f"band{band}"] = Count("pk", filter=active & Q(trust_score__gte=low) & upper)
+    counts = {"facts": 0, "turns": 0, "archived": 0, "removed": 0, "superseded": 0}
+    waiting = 0
+    trust = [0] * TRUST_BANDS
     with tenant_scope(tenant):
-        found = Fact.objects.for_tenant(tenant).aggregate(
-            facts=Count("pk", filter=active & Q(kind=Kind.FACT)),
-            turns=Count("pk", filter=active & Q(kind=Kind.TURN)),
-            archived=Count("pk", filter=Q(status=Status.ARCHIVED)),
-            removed=Count("pk", filter=Q(status=Status.REMOVED)),
-            superseded=Count("pk", filter=Q(status=Status.SUPERSEDED)),
-            unembedded=Count("pk", filter=waiting),
-            **bands,
+        rows = (
+            FactStat.objects.for_tenant(tenant)
+            .values_list("kind", "status", "band", "model")
+            .annotate(total=Sum("n"))
+            .order_by()
         )
-    trust = [found.pop(f"band{band}") for band in range(TRUST_BANDS)]
-    return FactCounts(**found, trust_bands=trust)
+        for kind, status, band, model, total in rows:
+            if status == Status.ACTIVE:
+                counts["facts" if kind == Kind.FACT else "turns"] += total
+                trust[min(max(band, 0), TRUST_BANDS - 1)] += total
+                if not embedding_model or model != embedding_model:
+                    waiting += total
+            elif status in counts:
+                counts[status] += total
+    return FactCounts(**counts, unembedded=waiting, trust_bands=trust)
 
 
 def entity_count(*, tenant: Tenant) -> int:
@@ -82,17 +82,15 @@ def fact_added_per_day(
     without any are there with zeros."""
     today = (now or timezone.now()).astimezone(UTC).date()
     first = today - timedelta(days=days - 1)
-    since = datetime(first.year, first.month, first.day, tzinfo=UTC)
     with tenant_scope(tenant):
         rows = (
-            Fact.objects.for_tenant(tenant)
-            .filter(created_at__gte=since)
-            .annotate(day=TruncDate("created_at", tzinfo=UTC))
+            FactStat.objects.for_tenant(tenant)
+            .filter(day__gte=first)
             .values_list("day", "kind")
-            .annotate(n=Count("pk"))
+            .annotate(total=Sum("n"))
             .order_by()
         )
-        counted = {(day, kind): n for day, kind, n in rows}
+        counted = {(day, kind): total for day, kind, total in rows}
     return [
         DayCount(
             day=first + timedelta(days=offset),
@@ -104,14 +102,34 @@ def fact_added_per_day(
 
 
 def entity_top(*, tenant: Tenant, limit: int = 10) -> list[tuple[Entity, int]]:
-    """The entities most active facts mention, with that count."""
+    """The entities most active facts mention, with that count (exact: the maintained counts,
+    and the live count of every entity changed since the statistics sweep last counted)."""
     with tenant_scope(tenant):
-        counts = list(
-            FactEntity.objects.for_tenant(tenant)
-            .filter(fact__status=Status.ACTIVE)
-            .values_list("entity_id")
-            .annotate(n=Count("*"))
-            .order_by("-n", "entity_id")[:limit]
+        dirty = entity_dirty_ids(tenant=tenant, at_most=DIRTY_LIVE_MAX)
+        if dirty is None:  # too many changed since the sweep: count them all at once
+            counts = list(
+                FactEntity.objects.for_tenant(tenant)
+                .filter(fact__status=Status.ACTIVE)
+                .values_list("entity_id")
+                .annotate(n=Count("*"))
+                .order_by("-n", "entity_id")[:limit]
+            )
+            entities = Entity.objects.for_tenant(tenant).in_bulk([i for i, _ in counts])
+            return [(entities[i], n) for i, n in counts if i in entities]
+        # Whoever is in the top `limit` is among the `limit + len(dirty)` best by the maintained
+        # count or among the dirty ones (whose maintained count may be stale either way).
+        best = list(
+            Entity.objects.for_tenant(tenant)
+            .filter(active_facts__gt=0)
+            .order_by("-active_facts", "id")[: limit + len(dirty)]
         )
-        entities = Entity.objects.for_tenant(tenant).in_bulk([ident for ident, _ in counts])
-    return [(entities[ident], n) for ident, n in counts if ident in entities]
+        live = entity_live_counts(tenant=tenant, entity_ids=dirty)
+        known = {e.pk: e for e in best}
+        missing = [i for i in dirty if i not in known and live.get(i)]
+        known.update(Entity.objects.for_tenant(tenant).in_bulk(missing))
+    ranked = sorted(
+        ((entity, live.get(ident, 0) if ident in dirty else entity.active_facts)
+         for ident, entity in known.items()),
+        key=lambda pair: (-pair[1], pair[0].pk),
+    )  # fmt: skip
+    return [(entity, n) for entity, n in ranked if n > 0][:limit]

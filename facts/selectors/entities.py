@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Q
 
 from facts.entities import entity_normalize
-from facts.models import DictionaryEntry, Entity, EntityType, FactEntity, Status
+from facts.models import DictionaryEntry, Entity, EntityDirty, EntityType, FactEntity, Status
 from facts.selectors.facts import FactList, fact_list
 from facts.selectors.paging import cursor_decode, cursor_encode, cursor_id, page_limit
 from tenants.errors import NotFound
@@ -25,30 +25,56 @@ class EntityList:
     next_cursor: str | None
 
 
-def _active_fact_count(tenant: Tenant) -> Coalesce:
-    """Per entity: how many active facts name it (a subquery, so lists stay one query)."""
-    links = (
+# Entities changed since the statistics sweep counted them, beyond which a top list counts
+# every entity at once rather than each of them.
+DIRTY_LIVE_MAX = 500
+
+
+def entity_dirty_ids(*, tenant: Tenant, at_most: int | None = None) -> set[int] | None:
+    """The tenant's entities whose maintained count may be stale (facts.stats); None when there
+    are more than `at_most`. Call inside the tenant's scope."""
+    rows = EntityDirty.objects.for_tenant(tenant).values_list("entity_id", flat=True).distinct()
+    ids = set(rows[: at_most + 1] if at_most is not None else rows)
+    return None if at_most is not None and len(ids) > at_most else ids
+
+
+def entity_live_counts(*, tenant: Tenant, entity_ids: Iterable[int]) -> dict[int, int]:
+    """Active facts naming each entity, counted now (one grouped query)."""
+    ids = list(entity_ids)
+    if not ids:
+        return {}
+    return dict(
         FactEntity.objects.for_tenant(tenant)
-        .filter(entity_id=OuterRef("pk"), fact__status=Status.ACTIVE)
+        .filter(entity_id__in=ids, fact__status=Status.ACTIVE)
         .order_by()
-        .values("entity_id")
+        .values_list("entity_id")
         .annotate(n=Count("*"))
-        .values("n")
     )
-    return Coalesce(Subquery(links, output_field=IntegerField()), 0)
+
+
+def entity_fact_counts(*, tenant: Tenant, entities: list[Entity]) -> None:
+    """Set `fact_count` (active facts naming it) on each entity: its maintained count, or a
+    live count for those changed since the sweep counted them. Exact either way."""
+    ids = [e.pk for e in entities]
+    with tenant_scope(tenant):
+        dirty = set(
+            EntityDirty.objects.for_tenant(tenant)
+            .filter(entity_id__in=ids)
+            .values_list("entity_id", flat=True)
+        ) if ids else set()  # fmt: skip
+        live = entity_live_counts(tenant=tenant, entity_ids=dirty)
+    for entity in entities:
+        count = live.get(entity.pk, 0) if entity.pk in dirty else entity.active_facts
+        entity.fact_count = count  # type: ignore[attr-defined]
 
 
 def entity_get(*, tenant: Tenant, entity_id: int) -> Entity:
     """The entity, with `fact_count` (its active facts)."""
     with tenant_scope(tenant):
-        entity: Entity | None = (
-            Entity.objects.for_tenant(tenant)
-            .annotate(fact_count=_active_fact_count(tenant))
-            .filter(pk=entity_id)
-            .first()
-        )
+        entity: Entity | None = Entity.objects.for_tenant(tenant).filter(pk=entity_id).first()
     if entity is None:
         raise NotFound("entity", entity_id)
+    entity_fact_counts(tenant=tenant, entities=[entity])
     return entity
 
 
@@ -79,17 +105,7 @@ def entity_list(
         )
         more = len(rows) > limit
         rows = rows[:limit]
-        # One grouped count for the page: a subquery per entity would read a popular entity's
-        # links one by one (seconds with 100,000 facts); one join reads them all at once.
-        counts = dict(
-            FactEntity.objects.for_tenant(tenant)
-            .filter(entity_id__in=[e.pk for e in rows], fact__status=Status.ACTIVE)
-            .order_by()
-            .values_list("entity_id")
-            .annotate(n=Count("*"))
-        ) if rows else {}  # fmt: skip
-    for entity in rows:
-        entity.fact_count = counts.get(entity.pk, 0)  # type: ignore[attr-defined]
+    entity_fact_counts(tenant=tenant, entities=rows)
     last = rows[-1] if rows else None
     return EntityList(
         entities=rows,
