@@ -430,6 +430,9 @@ class FactStat(TenantOwned):
     folded = models.BooleanField(default=False)
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "id"], name="factstat_tenant_id"),
+        ]
         indexes = [
             models.Index(
                 fields=["tenant"], condition=models.Q(folded=False), name="factstat_unfolded"
@@ -444,4 +447,7 @@ class EntityDirty(TenantOwned):
     entity_id = models.BigIntegerField()
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "id"], name="entitydirty_tenant_id"),
+        ]
         indexes = [models.Index(fields=["tenant", "entity_id"], name="entitydirty_entity")]

@@ -206,7 +206,7 @@ def test_the_cross_tenant_functions_answer_only_what_they_are_asked(filled) -> N
         )
         assert cursor.fetchall() == [], "the functions are the runtime role's, not everyone's"
         cursor.execute("SELECT count(*) FROM pg_proc WHERE prosecdef AND proname LIKE 'mnem%%'")
-        assert cursor.fetchone()[0] == 10  # tenants 0006's nine, and the audit redaction
+        assert cursor.fetchone()[0] == 11  # 0006's nine, the audit redaction, the stats sweep
 
 
 # -- the checks that say so --------------------------------------------------------------------

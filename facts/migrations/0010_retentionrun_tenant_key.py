@@ -6,7 +6,6 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("facts", "0009_lifecycle"),
-        ("tenants", "0006_database_roles"),
     ]
 
     operations = [

@@ -10,7 +10,7 @@ from tenants.rls import tenant_rls
 class Migration(migrations.Migration):
     dependencies = [
         ("facts", "0010_retentionrun_tenant_key"),
-        ("tenants", "0006_database_roles"),
+        ("tenants", "0005_lifecycle"),
     ]
 
     operations = [
@@ -77,6 +77,16 @@ class Migration(migrations.Migration):
             model_name="factstat",
             index=models.Index(
                 condition=models.Q(("folded", False)), fields=["tenant"], name="factstat_unfolded"
+            ),
+        ),
+        migrations.AddConstraint(
+            model_name="factstat",
+            constraint=models.UniqueConstraint(fields=("tenant", "id"), name="factstat_tenant_id"),
+        ),
+        migrations.AddConstraint(
+            model_name="entitydirty",
+            constraint=models.UniqueConstraint(
+                fields=("tenant", "id"), name="entitydirty_tenant_id"
             ),
         ),
     ]
@@ -161,10 +171,12 @@ TRIGGERS = [
      "OLD TABLE AS old_rows NEW TABLE AS new_rows", "mnemosyne_fact_links_moved"),
 ]  # fmt: skip
 
-# What is there already, counted once (the migration runs as the owner, who sees every tenant
-# only while app.cross_tenant is on).
+# What is there already, counted once. The migration runs as the owner, who sees every tenant
+# only while app.cross_tenant is on (or, before tenants' 0006 changed the policies, while
+# app.all_tenants is on: this migration may run before it on a database being upgraded).
 BACKFILL = [
     "SELECT set_config('app.cross_tenant', 'on', true)",
+    "SELECT set_config('app.all_tenants', 'on', true)",
     f"""INSERT INTO {STAT_COLUMNS}
         SELECT tenant_id, kind, status, band, model, day, count(*), true
           FROM (SELECT {KEY} FROM facts_fact) c
@@ -176,6 +188,7 @@ BACKFILL = [
                 WHERE f.status = 'active'
                 GROUP BY l.entity_id) c
         WHERE e.id = c.entity_id""",
+    "SELECT set_config('app.all_tenants', 'off', true)",
     "SELECT set_config('app.cross_tenant', 'off', true)",
 ]
 

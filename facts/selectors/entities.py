@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, Subquery, When
+from django.db.models.functions import Coalesce
 
 from facts.entities import entity_normalize
 from facts.models import DictionaryEntry, Entity, EntityDirty, EntityType, FactEntity, Status
@@ -52,29 +53,38 @@ def entity_live_counts(*, tenant: Tenant, entity_ids: Iterable[int]) -> dict[int
     )
 
 
-def entity_fact_counts(*, tenant: Tenant, entities: list[Entity]) -> None:
-    """Set `fact_count` (active facts naming it) on each entity: its maintained count, or a
-    live count for those changed since the sweep counted them. Exact either way."""
-    ids = [e.pk for e in entities]
-    with tenant_scope(tenant):
-        dirty = set(
-            EntityDirty.objects.for_tenant(tenant)
-            .filter(entity_id__in=ids)
-            .values_list("entity_id", flat=True)
-        ) if ids else set()  # fmt: skip
-        live = entity_live_counts(tenant=tenant, entity_ids=dirty)
-    for entity in entities:
-        count = live.get(entity.pk, 0) if entity.pk in dirty else entity.active_facts
-        entity.fact_count = count  # type: ignore[attr-defined]
+def entity_fact_count(tenant: Tenant) -> Case:
+    """Per entity, the active facts that name it (an annotation): its maintained count, or,
+    for an entity changed since the statistics sweep counted it, a live count. Exact either
+    way; the live count runs only for those few (PostgreSQL evaluates a CASE branch's subquery
+    only when it is taken)."""
+    dirty = EntityDirty.objects.for_tenant(tenant).filter(entity_id=OuterRef("pk"))
+    live = (
+        FactEntity.objects.for_tenant(tenant)
+        .filter(entity_id=OuterRef("pk"), fact__status=Status.ACTIVE)
+        .order_by()
+        .values("entity_id")
+        .annotate(n=Count("*"))
+        .values("n")
+    )
+    return Case(
+        When(Exists(dirty), then=Coalesce(Subquery(live, output_field=IntegerField()), 0)),
+        default=F("active_facts"),
+        output_field=IntegerField(),
+    )
 
 
 def entity_get(*, tenant: Tenant, entity_id: int) -> Entity:
     """The entity, with `fact_count` (its active facts)."""
     with tenant_scope(tenant):
-        entity: Entity | None = Entity.objects.for_tenant(tenant).filter(pk=entity_id).first()
+        entity: Entity | None = (
+            Entity.objects.for_tenant(tenant)
+            .annotate(fact_count=entity_fact_count(tenant))
+            .filter(pk=entity_id)
+            .first()
+        )
     if entity is None:
         raise NotFound("entity", entity_id)
-    entity_fact_counts(tenant=tenant, entities=[entity])
     return entity
 
 
@@ -98,14 +108,14 @@ def entity_list(
         name, ident = cursor_decode(cursor, (str, int))
         filters &= Q(normalized__gt=name) | Q(normalized=name, pk__gt=cursor_id(ident))
     with tenant_scope(tenant):
-        rows = list(
+        rows: list[Entity] = list(
             Entity.objects.for_tenant(tenant)
             .filter(filters)
+            .annotate(fact_count=entity_fact_count(tenant))
             .order_by("normalized", "id")[: limit + 1]
         )
         more = len(rows) > limit
         rows = rows[:limit]
-    entity_fact_counts(tenant=tenant, entities=rows)
     last = rows[-1] if rows else None
     return EntityList(
         entities=rows,
