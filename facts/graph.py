@@ -29,6 +29,10 @@ from tenants.scope import scope_path, scope_q, tenant_scope
 MAX_ENTITIES = 10  # entities one name may stand for (an exact name or alias, else words)
 # Co-mentioned entities followed by `entity_related` (the strongest connections first).
 RELATED_NEIGHBOURS = 20
+# An entity's newest facts that `entity_related` and the neighbourhood walk from: a speaker named
+# by every turn of a long conversation is tied to others by its recent facts, and the walk stays
+# as fast for it as for an entity named twice.
+RECENT_FACTS = 2000
 
 
 @dataclass
@@ -114,6 +118,19 @@ def _entity_by_id(tenant: Tenant, entity_id: int) -> Entity:
     return entity
 
 
+def _recent_facts(
+    links: QuerySet[FactEntity], entities: list[Entity], *, active: bool
+) -> list[int]:
+    """The ids of the newest RECENT_FACTS facts linked to any of `entities` (active ones only,
+    with `active`), newest first."""
+    mine = links.filter(entity__in=entities)
+    if active:
+        mine = mine.filter(fact__status=Status.ACTIVE)
+    return list(
+        mine.order_by("-fact_id").values_list("fact_id", flat=True).distinct()[:RECENT_FACTS]
+    )
+
+
 def entity_related(
     *,
     tenant: Tenant,
@@ -138,9 +155,9 @@ def entity_related(
         if not entities:
             return []
         links = FactEntity.objects.for_tenant(tenant)
-        own = links.filter(entity__in=entities).values("fact_id")
+        own_ids = _recent_facts(links, entities, active=False)
         neighbours = list(
-            links.filter(fact_id__in=own)
+            links.filter(fact_id__in=own_ids)
             .exclude(entity__in=entities)
             .values("entity_id", "entity__name")
             .annotate(together=Count("fact_id", distinct=True))
@@ -156,7 +173,7 @@ def entity_related(
             "fact_id", "entity_id"
         )[:5000]:
             via[fact_id].append(entity_id)
-        own_ids = set(links.filter(entity__in=entities).values_list("fact_id", flat=True)[:5000])
+        own_set = set(own_ids)
         # Scored on (id, trust) alone; only the best `limit` facts are then read whole.
         scored = []
         for fact_id, trust in (
@@ -164,7 +181,7 @@ def entity_related(
             .filter(pk__in=list(via))
             .values_list("pk", "trust_score")
         ):
-            distance = 1 if fact_id in own_ids else 2
+            distance = 1 if fact_id in own_set else 2
             if distance > hops:
                 continue
             strength = max(weight[e] for e in via[fact_id])
@@ -291,7 +308,7 @@ def entity_neighbourhood(*, tenant: Tenant, entity_id: int, limit: int = 12) -> 
     with tenant_scope(tenant):
         centre = _entity_by_id(tenant, entity_id)
         links = FactEntity.objects.for_tenant(tenant)
-        own = links.filter(entity=centre, fact__status="active").values("fact_id")
+        own = _recent_facts(links, [centre], active=True)
         rows = list(
             links.filter(fact_id__in=own)
             .exclude(entity=centre)

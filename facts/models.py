@@ -181,7 +181,10 @@ class FactEntity(TenantOwned):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "fact", "entity"], name="fact_entity_once"),
         ]
-        indexes = [models.Index(fields=["tenant", "entity"], name="factentity_entity")]
+        # An entity's facts, newest first (its page, the graph's walks).
+        indexes = [
+            models.Index(fields=["tenant", "entity", "-fact"], name="factentity_entity_fact")
+        ]
 
 
 class Feedback(TenantOwned):
