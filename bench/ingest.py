@@ -61,12 +61,12 @@ def embedder_rate(texts: list[str], count: int) -> float:
 def _workers(count: int, log: Path) -> list[subprocess.Popen[bytes]]:
     from django.db import connection
 
-    from memoryadmin.supervisor import worker_embed_threads
+    from memoryadmin.supervisor import embed_threads_share
     from tests.helpers import database_url
 
     # The cores are shared as `mnemosyne up` shares them among its worker's processes.
     env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict),
-           "PYTHONPATH": str(REPO), **worker_embed_threads(count)}  # fmt: skip
+           "PYTHONPATH": str(REPO), **embed_threads_share(count)}  # fmt: skip
     env.pop("DJANGO_SETTINGS_MODULE", None)
     return [
         subprocess.Popen(  # noqa: S603 - our own worker, fixed arguments

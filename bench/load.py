@@ -100,7 +100,7 @@ def _seed(tenants: int, facts: int, agents: int) -> tuple[list[str], list[str]]:
 def _serve(port: int, web_workers: int, logs: Path) -> list[subprocess.Popen[bytes]]:
     from django.db import connection
 
-    from memoryadmin.supervisor import gunicorn_command
+    from memoryadmin.supervisor import embed_threads_share, gunicorn_command
     from tests.helpers import database_url
 
     env = {
@@ -118,12 +118,12 @@ def _serve(port: int, web_workers: int, logs: Path) -> list[subprocess.Popen[byt
     return [
         subprocess.Popen(  # noqa: S603 - our own interpreter and modules
             [sys.executable, *argv],
-            env=env,
+            env={**env, **embed_threads_share(processes)},  # as `mnemosyne up` shares the cores
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=(logs / f"{name}.log").open("w"),
         )  # fmt: skip
-        for name, argv in (("web", web_argv), ("worker", worker_argv))
+        for name, argv, processes in (("web", web_argv, web_workers), ("worker", worker_argv, 1))
     ]
 
 

@@ -193,13 +193,14 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def worker_embed_threads(concurrency: int) -> dict[str, str]:
-    """The worker's processes share the machine's cores: each embeds with its share (at least
-    one thread), unless MNEMOSYNE_EMBED_THREADS says otherwise. More threads than cores only
-    make the processes take turns."""
+def embed_threads_share(processes: int) -> dict[str, str]:
+    """Processes that embed side by side (the worker's, the web server's) share the machine's
+    cores: each embeds with its share (at least one thread), unless MNEMOSYNE_EMBED_THREADS
+    says otherwise. More threads than cores only make them take turns: two web processes with
+    two threads each on two cores answered half as many recalls per second as with one."""
     if os.environ.get(THREADS_ENV):
         return {}
-    return {THREADS_ENV: str(max(1, (os.cpu_count() or 1) // max(1, concurrency)))}
+    return {THREADS_ENV: str(max(1, (os.cpu_count() or 1) // max(1, processes)))}
 
 
 def _children(options: UpOptions, logs: Path) -> list[Child]:
@@ -219,13 +220,14 @@ def _children(options: UpOptions, logs: Path) -> list[Child]:
                 "worker@%h",
             ],
             logs / "worker.log",
-            env=worker_embed_threads(options.concurrency),
+            env=embed_threads_share(options.concurrency),
         ),
         Child("beat", [*celery, "beat", "--loglevel", "INFO"], logs / "beat.log"),
         Child(
             "web",
             [python, *gunicorn_command(bind=options.bind, workers=options.web_workers)],
             logs / "web.log",
+            env=embed_threads_share(options.web_workers),
         ),
     ]
 

@@ -178,7 +178,7 @@ def test_the_workers_processes_share_the_cores_when_embedding(monkeypatch) -> No
 
     monkeypatch.delenv("MNEMOSYNE_EMBED_THREADS", raising=False)
     monkeypatch.setattr(supervisor.os, "cpu_count", lambda: 8)
-    assert supervisor.worker_embed_threads(2) == {"MNEMOSYNE_EMBED_THREADS": "4"}
-    assert supervisor.worker_embed_threads(16) == {"MNEMOSYNE_EMBED_THREADS": "1"}
+    assert supervisor.embed_threads_share(2) == {"MNEMOSYNE_EMBED_THREADS": "4"}
+    assert supervisor.embed_threads_share(16) == {"MNEMOSYNE_EMBED_THREADS": "1"}
     monkeypatch.setenv("MNEMOSYNE_EMBED_THREADS", "3")
-    assert supervisor.worker_embed_threads(2) == {}
+    assert supervisor.embed_threads_share(2) == {}
