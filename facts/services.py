@@ -35,7 +35,7 @@ from facts.models import (
 from retrieval.text import analyze
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
-from tenants.jobs import job_send
+from tenants.jobs import job_send_coalesced
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -80,7 +80,7 @@ def _schedule_embedding(tenant: Tenant) -> None:
         return
 
     def send() -> None:
-        job_send("facts.tasks.facts_embed_pending", tenant_id)
+        job_send_coalesced("facts.tasks.facts_embed_pending", tenant_id)
 
     send.embeds_tenant = tenant_id  # type: ignore[attr-defined]
     # A lost message only delays embedding: beat's sweep finds unembedded facts anyway.

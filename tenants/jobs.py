@@ -3,6 +3,8 @@
 - `job_send(name, *args)` queues the task registered under `name`. Services and selectors send
   jobs by name, like beat's schedule does, so that they never import the tasks modules that call
   them (a task imports its service, never the other way round).
+- `job_send_coalesced(name, tenant_id)` does the same for a task that does all of a tenant's
+  pending work, sending at most about two messages a second per tenant from one process.
 - `tenant_task` is the preamble of every task that works for one tenant: it loads the tenant
   from the id in the message and, for a task whose work is one transaction, opens its scope.
   A tenant deleted since the message was sent leaves nothing to do: the task returns 0.
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
+import time
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec
 
@@ -31,6 +35,43 @@ def job_send(name: str, *args: object) -> None:
         current_app.send_task(name, args=args)
     else:
         task.delay(*args)
+
+
+COALESCE_WINDOW_S = 0.5
+_coalesce_lock = threading.Lock()
+# (task name, tenant id) -> (when the next message may go at once, when the delayed one is due)
+_coalesced: dict[tuple[str, int], tuple[float, float]] = {}
+
+
+def job_send_coalesced(name: str, tenant_id: int, *, window: float = COALESCE_WINDOW_S) -> None:
+    """Queue `name(tenant_id)`, a task that does all of the tenant's pending work, so that a
+    task starts after this call, with at most one message per `window` from this process.
+
+    Storing facts one by one sent a message per fact; a worker then spent its time on a
+    backlog of nudges with nothing left to do. Here a call within `window` of the last message
+    sends one delayed to the window's end, unless such a delayed message is still to come (it
+    starts after this call, so it covers this work too).
+    """
+    if current_app.conf.task_always_eager:  # the task runs here and now: nothing to coalesce
+        job_send(name, tenant_id)
+        return
+    now = time.monotonic()
+    with _coalesce_lock:
+        free_at, delayed_due = _coalesced.get((name, tenant_id), (0.0, 0.0))
+        if now >= free_at:
+            countdown, free_at = 0.0, now + window
+        elif delayed_due > now:
+            return
+        else:
+            countdown, delayed_due = free_at - now, free_at
+            free_at += window
+        _coalesced[(name, tenant_id)] = (free_at, delayed_due)
+    task = current_app.tasks.get(name)
+    options = {"countdown": countdown} if countdown else {}
+    if task is None:
+        current_app.send_task(name, args=(tenant_id,), **options)
+    else:
+        task.apply_async((tenant_id,), **options)
 
 
 def tenant_task(

@@ -54,3 +54,29 @@ def test_a_refused_line_does_not_take_the_message_of_the_others_with_it(
         report = fact_import(tenant=tenant, lines=lines, actor=system_actor)
     assert [line.status for line in report.lines] == ["error", "added"]
     assert _embedding_nudges(callbacks) == [tenant.pk]
+
+
+def test_facts_stored_one_by_one_send_a_message_or_two_per_window_not_one_each(
+    tenant, monkeypatch
+) -> None:
+    """Each fact stored alone is its own transaction; a message each left a worker 1,000 nudges
+    with nothing to do. One goes at once, one more at the window's end covers the rest."""
+    import time
+
+    from facts.tasks import facts_embed_pending
+    from tenants.jobs import job_send_coalesced
+
+    sent: list[float] = []
+    monkeypatch.setattr(
+        facts_embed_pending, "apply_async", lambda args, **options: sent.append(
+            options.get("countdown", 0.0)
+        )
+    )  # fmt: skip
+    for _ in range(200):
+        job_send_coalesced("facts.tasks.facts_embed_pending", tenant.pk, window=0.3)
+    assert len(sent) == 2
+    assert sent[0] == 0.0
+    assert 0 < sent[1] <= 0.3  # starts after the last call: it embeds what they stored
+    time.sleep(0.7)  # both windows over: the next fact's message goes at once
+    job_send_coalesced("facts.tasks.facts_embed_pending", tenant.pk, window=0.3)
+    assert sent[2:] == [0.0]
