@@ -27,12 +27,15 @@ from tenants.scope import tenant_scope
 P = ParamSpec("P")
 
 
-def job_send(name: str, *args: object) -> None:
-    """Queue the task named `name` with `args`: through the task itself where this process has
-    registered it (so it runs at once where tasks run eagerly), else by name to the broker."""
+def job_send(name: str, *args: object, countdown: float = 0.0) -> None:
+    """Queue the task named `name` with `args` (after `countdown` seconds): through the task
+    itself where this process has registered it (so it runs at once where tasks run eagerly),
+    else by name to the broker."""
     task = current_app.tasks.get(name)
     if task is None:
-        current_app.send_task(name, args=args)
+        current_app.send_task(name, args=args, countdown=countdown or None)
+    elif countdown:
+        task.apply_async(args, countdown=countdown)
     else:
         task.delay(*args)
 
@@ -66,12 +69,7 @@ def job_send_coalesced(name: str, tenant_id: int, *, window: float = COALESCE_WI
             countdown, delayed_due = free_at - now, free_at
             free_at += window
         _coalesced[(name, tenant_id)] = (free_at, delayed_due)
-    task = current_app.tasks.get(name)
-    options = {"countdown": countdown} if countdown else {}
-    if task is None:
-        current_app.send_task(name, args=(tenant_id,), **options)
-    else:
-        task.apply_async((tenant_id,), **options)
+    job_send(name, tenant_id, countdown=countdown)
 
 
 def tenant_task(

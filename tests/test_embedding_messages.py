@@ -68,7 +68,7 @@ def test_facts_stored_one_by_one_send_a_message_or_two_per_window_not_one_each(
 
     sent: list[float] = []
     monkeypatch.setattr(
-        facts_embed_pending, "apply_async", lambda args, **options: sent.append(
+        facts_embed_pending, "apply_async", lambda args, kwargs=None, **options: sent.append(
             options.get("countdown", 0.0)
         )
     )  # fmt: skip
