@@ -1,13 +1,14 @@
 """Ingest throughput end to end, beside the embedder's own; export and import of a big tenant.
 
-    python -m bench.ingest --data PATH [--facts 2000] [--workers 1,2] [--bundle-facts 100000]
-                           [--json OUT]
+    python -m bench.ingest --data PATH [--facts 2000] [--workers 1,2] [--batch 250]
+                           [--bundle-facts 100000] [--json OUT]
 
 - embedder: texts per second of the configured embedder alone, in batches of 64, in this process;
-- end to end, for each worker count: facts stored with `fact_add` (analysed for full text,
-  entities linked, audited), then embedded and indexed by that many real Celery worker processes
-  (`--concurrency 1` each, through the filesystem broker); facts per second from the first add to
-  the last vector;
+- end to end, for each worker count and two ways of storing: facts stored one by one with
+  `fact_add` (as an agent writes), and as JSON Lines imports of `--batch` lines (`fact_import`,
+  as a bulk load or a migration writes); analysed for full text, entities linked, audited, then
+  embedded and indexed by that many real Celery worker processes (`--concurrency 1` each, through
+  the filesystem broker); facts per second from the first write to the last vector;
 - bundles: `--bundle-facts` facts stored in bulk with a vector each (the served model's size),
   exported (`tenant_export`) and imported into an empty tenant (`tenant_import`, vectors kept):
   seconds each and the bundle's size.
@@ -105,11 +106,13 @@ def _wait_workers(count: int) -> None:
     raise SystemExit("the workers did not start (see the log)")
 
 
-def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[str, Any]:
+def end_to_end(texts: list[str], facts: int, workers: int, batch: int, log: Path) -> dict[str, Any]:
+    """`batch` 0: one `fact_add` per fact; otherwise imports of `batch` lines each."""
     from facts.inputs import fact_draft
     from facts.models import Fact
-    from facts.services import fact_add
+    from facts.services import fact_add, fact_import
     from facts.tasks import facts_embed_pending
+    from memoryadmin.celery import app
     from memoryadmin.models import ServiceHeartbeat
     from tenants.actors import Actor
     from tenants.inputs import tenant_draft
@@ -118,14 +121,24 @@ def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[st
 
     actor = Actor.job("bench.ingest")
     tenant = tenant_create(
-        actor=actor, draft=tenant_draft({"slug": f"ingest-{workers}", "name": f"ingest {workers}"})
+        actor=actor,
+        draft=tenant_draft(
+            {"slug": f"ingest-{workers}-{batch}", "name": f"ingest {workers} {batch}"}
+        ),
     )
     ServiceHeartbeat.objects.filter(name__startswith="worker:bench").delete()
+    # What an earlier run left queued (its conflict checks, a message its stopped worker gave
+    # back) is that run's work, not this one's.
+    app.control.purge()
     processes = _workers(workers, log)
     try:
         _wait_workers(workers)
         started = time.perf_counter()
-        for i in range(facts):
+        for start in range(0, facts if batch else 0, batch or 1):
+            lines = [json.dumps({"content": _text(texts, i)})
+                     for i in range(start, min(facts, start + batch))]  # fmt: skip
+            fact_import(tenant=tenant, lines=lines, actor=actor)
+        for i in range(0 if batch else facts):
             fact_add(
                 tenant=tenant,
                 actor=actor,
@@ -156,10 +169,10 @@ def end_to_end(texts: list[str], facts: int, workers: int, log: Path) -> dict[st
             except subprocess.TimeoutExpired:  # still draining nudges: nothing left to keep
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=20)
-    progress(
-        f"{workers} worker(s): {facts} facts stored in {stored:.1f} s, embedded by {total:.1f} s"
-    )
-    return {"workers": workers, "facts": facts, "store_s": round(stored, 2),
+    how = f"imports of {batch} lines" if batch else "one by one"
+    progress(f"{workers} worker(s), {how}: {facts} facts stored in {stored:.1f} s, "
+             f"embedded by {total:.1f} s")  # fmt: skip
+    return {"workers": workers, "batch": batch, "facts": facts, "store_s": round(stored, 2),
             "total_s": round(total, 2), "facts_per_s": round(facts / total, 1)}  # fmt: skip
 
 
@@ -220,6 +233,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="a LoCoMo-format JSON file")
     parser.add_argument("--facts", type=int, default=2000, help="facts per end-to-end run")
     parser.add_argument("--workers", default="1,2", help="worker counts to measure ('': none)")
+    parser.add_argument("--batch", type=int, default=250, help="lines per import (0: no imports)")
     parser.add_argument("--bundle-facts", type=int, default=100_000, help="0: skip bundles")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
@@ -233,9 +247,10 @@ def main() -> None:
             figures["embedder_texts_per_s"] = round(embedder_rate(texts, args.facts), 1)
             progress(f"embedder alone: {figures['embedder_texts_per_s']} texts/s")
             figures["end_to_end"] = [
-                end_to_end(texts, args.facts, int(n), folder / "workers.log")
+                end_to_end(texts, args.facts, int(n), batch, folder / "workers.log")
                 for n in args.workers.split(",")
                 if n
+                for batch in sorted({0, max(0, args.batch)})
             ]
             if args.bundle_facts:
                 figures["bundle"] = bundles(texts, args.bundle_facts, folder)
@@ -244,7 +259,8 @@ def main() -> None:
     print(f"embedder alone: {figures['embedder_texts_per_s']} texts/s")
     for run in figures["end_to_end"]:
         share = run["facts_per_s"] / figures["embedder_texts_per_s"]
-        print(f"{run['workers']} worker(s): {run['facts_per_s']} facts/s end to end "
+        how = f"imports of {run['batch']} lines" if run["batch"] else "one by one"
+        print(f"{run['workers']} worker(s), {how}: {run['facts_per_s']} facts/s end to end "
               f"({share:.0%} of the embedder's rate)")  # fmt: skip
     if "bundle" in figures:
         b = figures["bundle"]

@@ -159,17 +159,59 @@ def entities_found(text: str, *, dictionary: Dictionary = EMPTY_DICTIONARY) -> l
 def entity_resolve(*, tenant: Tenant, name: str, type: str = EntityType.OTHER) -> Entity:
     """The tenant's entity called `name` (by name or alias), created when there is none."""
     key = entity_normalize(name)
-    existing = (
-        Entity.objects.for_tenant(tenant).filter(normalized=key).first()
-        or Entity.objects.for_tenant(tenant).filter(aliases__contains=[key]).first()
-    )
-    if existing is not None:
-        return existing
-    entity, _ = Entity.objects.for_tenant(tenant).get_or_create(
-        normalized=key,
-        defaults={"tenant": tenant, "name": name.strip()[:200], "type": type},
-    )
-    return entity
+    return entities_resolve(tenant=tenant, names={key: (name, type)})[key]
+
+
+def entities_resolve(*, tenant: Tenant, names: dict[str, tuple[str, str]]) -> dict[str, Entity]:
+    """The tenant's entity for each normalised name (a name before an alias), created with the
+    given (name, type) where there is none; three statements however many names."""
+    entities = {e.normalized: e for e in Entity.objects.for_tenant(tenant).filter(
+        normalized__in=list(names))}  # fmt: skip
+    missing = [key for key in names if key not in entities]
+    if missing:
+        for entity in (
+            Entity.objects.for_tenant(tenant).filter(aliases__overlap=missing).order_by("pk")
+        ):
+            for alias in entity.aliases:
+                if alias in names:
+                    entities.setdefault(alias, entity)
+        missing = [key for key in names if key not in entities]
+    if missing:
+        Entity.objects.bulk_create(
+            [Entity(tenant=tenant, normalized=key, name=names[key][0].strip()[:200],
+                    type=names[key][1]) for key in missing],
+            ignore_conflicts=True,  # made a moment ago by another writer: read below
+        )  # fmt: skip
+        entities.update(
+            (e.normalized, e)
+            for e in Entity.objects.for_tenant(tenant).filter(normalized__in=missing)
+        )
+    return entities
+
+
+def facts_link_new_entities(*, tenant: Tenant, facts: list[Fact]) -> None:
+    """Link facts stored a moment ago (no links yet) to the entities in their text, as
+    `fact_link_entities` would one by one, in a few statements. Caller holds the tenant scope."""
+    dictionary = entity_dictionary(tenant=tenant)
+    names: dict[str, tuple[str, str]] = {}
+    found_in: list[list[FoundEntity]] = []
+    for fact in facts:
+        found = [
+            f for f in entities_found(fact.content, dictionary=dictionary)
+            if entity_normalize(f.name)
+        ]  # fmt: skip
+        for f in found:
+            names.setdefault(entity_normalize(f.name), (f.name, f.type))
+        found_in.append(found)
+    entities = entities_resolve(tenant=tenant, names=names)
+    links = []
+    for fact, found in zip(facts, found_in, strict=True):
+        roles: dict[int, str] = {}
+        for f in found:
+            roles.setdefault(entities[entity_normalize(f.name)].pk, f.role)
+        links += [FactEntity(tenant=tenant, fact=fact, entity_id=entity_id, role=role)
+                  for entity_id, role in roles.items()]  # fmt: skip
+    FactEntity.objects.bulk_create(links, ignore_conflicts=True)
 
 
 def fact_link_entities(

@@ -29,3 +29,18 @@ def fact_event_record(
         after=after,
         at=timezone.now(),
     )
+
+
+def fact_events_record(
+    tenant: Tenant,
+    rows: list[tuple[int, dict[str, Any]]],
+    action: str,
+    actor: Actor,
+) -> None:
+    """Append one event per (fact id, state after) to the tenant's audit log, in one insert."""
+    at = timezone.now()
+    FactEvent.objects.bulk_create(
+        FactEvent(tenant=tenant, fact_id=fact_id, action=action, actor=str(actor), after=after,
+                  at=at)
+        for fact_id, after in rows
+    )  # fmt: skip

@@ -20,8 +20,9 @@ from django.db.models.expressions import CombinedExpression
 from django.utils import timezone
 
 from facts.conflicts import fact_join, fact_near_duplicate
-from facts.entities import fact_link_entities
+from facts.entities import fact_link_entities, facts_link_new_entities
 from facts.events import fact_event_record as _event
+from facts.events import fact_events_record
 from facts.importance import importance_of_new, importance_recompute
 from facts.inputs import FactChanges, FactDraft, import_line
 from facts.models import (
@@ -150,22 +151,7 @@ def fact_add(
     pinned, text, key, kind, position = (
         draft.pinned, draft.content, draft.idempotency_key, draft.kind, draft.position
     )  # fmt: skip
-    values: dict[str, Any] = {
-        "kind": kind,
-        "content": text,
-        "content_hash": content_hash(text),
-        "scope": draft.scope,
-        "category": draft.category,
-        "tags": list(draft.tags),
-        "session_id": draft.session_id,
-        "speaker": draft.speaker,
-        "metadata": dict(draft.metadata),
-        "trust_score": tenant.setting("default_trust") if draft.trust is None else draft.trust,
-        "created_by": str(actor),
-        "created_at": draft.created_at or timezone.now(),
-    }
-    if key:
-        values["metadata"] = {**values["metadata"], "idempotency_key": key}
+    values = _add_values(tenant, draft, actor)
     with tenant_scope(tenant):
         if key and (replayed := _replayed(tenant, values, key)) is not None:
             return AddResult(fact=replayed, status="exists")
@@ -189,16 +175,8 @@ def fact_add(
             position = _next_position(tenant, values["session_id"])
         try:
             with transaction.atomic():
-                fact = Fact.objects.create(
-                    tenant=tenant,
-                    position=position,
-                    pinned=pinned,
-                    importance=importance_of_new(
-                        trust=values["trust_score"], created_at=values["created_at"], pinned=pinned
-                    ),
-                    search_vector=_search_vector(text),
-                    **values,
-                )
+                fact = _new_fact(tenant, values, position, pinned)
+                fact.save(force_insert=True)
         except IntegrityError as error:
             # Someone stored the same fact (or turn position) a moment ago.
             if kind == Kind.FACT and (existing := _existing_fact(tenant, values)) is not None:
@@ -210,6 +188,130 @@ def fact_add(
         _event(tenant, fact.pk, EventAction.CREATE, actor, after=_snapshot(fact))
         _schedule_embedding(tenant)
         return AddResult(fact=fact, status="added")
+
+
+def facts_add_many(
+    *, tenant: Tenant, drafts: list[FactDraft], actor: Actor
+) -> list[AddResult | InvalidInput]:
+    """Store many memories in one transaction, each as `fact_add(join_similar=False)` would
+    one after the other, in a handful of statements: one lookup of the texts already stored,
+    one insert of the new rows, one of their entity links, one of their audit events and one
+    embedding message. Returns, per draft, its result or why it was refused (a turn position
+    its session already holds). Writes with an idempotency key, and every draft after a
+    concurrent writer stored one of the same, go through `fact_add` one by one."""
+    results: list[AddResult | InvalidInput | None] = [None] * len(drafts)
+
+    def one(i: int) -> AddResult | InvalidInput:
+        try:
+            with transaction.atomic():
+                return fact_add(tenant=tenant, draft=drafts[i], actor=actor, join_similar=False)
+        except InvalidInput as error:
+            return error
+
+    with tenant_scope(tenant), transaction.atomic():
+        for i, draft in enumerate(drafts):
+            if draft.idempotency_key:
+                results[i] = one(i)
+        todo = [i for i, result in enumerate(results) if result is None]
+        values = {i: _add_values(tenant, drafts[i], actor) for i in todo}
+        hashes = {v["content_hash"] for v in values.values() if v["kind"] == Kind.FACT}
+        stored = {
+            (fact.scope, fact.content_hash): fact
+            for fact in Fact.objects.for_tenant(tenant).filter(
+                kind=Kind.FACT, content_hash__in=hashes
+            )
+        }
+        sessions = {v["session_id"] for v in values.values() if v["kind"] == Kind.TURN}
+        taken = set(
+            Fact.objects.for_tenant(tenant)
+            .filter(kind=Kind.TURN, session_id__in=sessions, position__isnull=False)
+            .values_list("session_id", "position")
+        )
+        next_position: dict[str, int] = {}
+        new: dict[int, Fact] = {}
+        first_of: dict[tuple[str, str], int] = {}  # a text twice in the batch: the first one
+        copies: dict[int, int] = {}
+        for i in todo:
+            draft, row = drafts[i], values[i]
+            if row["kind"] == Kind.FACT:
+                key = (row["scope"], row["content_hash"])
+                if key in stored:
+                    results[i] = _pin_too(
+                        tenant, _readd(tenant, stored[key], actor), draft.pinned, actor
+                    )
+                elif key in first_of:
+                    copies[i] = first_of[key]
+                else:
+                    first_of[key] = i
+                    new[i] = _new_fact(tenant, row, None, draft.pinned)
+                continue
+            session = row["session_id"]
+            if session not in next_position:
+                next_position[session] = _next_position(tenant, session)
+            position = next_position[session] if draft.position is None else draft.position
+            if (session, position) in taken:
+                results[i] = InvalidInput("position", "that session already has a turn there")
+                continue
+            taken.add((session, position))
+            next_position[session] = max(next_position[session], position + 1)
+            new[i] = _new_fact(tenant, row, position, draft.pinned)
+        try:
+            with transaction.atomic():
+                Fact.objects.bulk_create(new.values())
+        except IntegrityError:  # someone stored one of these a moment ago: one by one
+            for i in sorted([*new, *copies]):
+                results[i] = one(i)
+            new, copies = {}, {}
+        if new:
+            facts_link_new_entities(tenant=tenant, facts=list(new.values()))
+            fact_events_record(
+                tenant, [(fact.pk, _snapshot(fact)) for fact in new.values()], EventAction.CREATE,
+                actor,
+            )  # fmt: skip
+            _schedule_embedding(tenant)
+        for i, fact in new.items():
+            results[i] = AddResult(fact=fact, status="added")
+        for i, first in copies.items():
+            fact = new[first]
+            results[i] = _pin_too(tenant, AddResult(fact=fact, status="exists"),
+                                  drafts[i].pinned, actor)  # fmt: skip
+    done = [result for result in results if result is not None]
+    assert len(done) == len(drafts), "every draft has its result"  # noqa: S101
+    return done
+
+
+def _add_values(tenant: Tenant, draft: FactDraft, actor: Actor) -> dict[str, Any]:
+    """The columns a new fact takes from its draft (position, pinned and the derived ones aside)."""
+    values: dict[str, Any] = {
+        "kind": draft.kind,
+        "content": draft.content,
+        "content_hash": content_hash(draft.content),
+        "scope": draft.scope,
+        "category": draft.category,
+        "tags": list(draft.tags),
+        "session_id": draft.session_id,
+        "speaker": draft.speaker,
+        "metadata": dict(draft.metadata),
+        "trust_score": tenant.setting("default_trust") if draft.trust is None else draft.trust,
+        "created_by": str(actor),
+        "created_at": draft.created_at or timezone.now(),
+    }
+    if draft.idempotency_key:
+        values["metadata"] = {**values["metadata"], "idempotency_key": draft.idempotency_key}
+    return values
+
+
+def _new_fact(tenant: Tenant, values: dict[str, Any], position: int | None, pinned: bool) -> Fact:
+    return Fact(
+        tenant=tenant,
+        position=position,
+        pinned=pinned,
+        importance=importance_of_new(
+            trust=values["trust_score"], created_at=values["created_at"], pinned=pinned
+        ),
+        search_vector=_search_vector(values["content"]),
+        **values,
+    )
 
 
 def _pin_too(tenant: Tenant, result: AddResult, pinned: bool, actor: Actor) -> AddResult:
@@ -453,17 +555,22 @@ def fact_import(
         raise InvalidInput("body", "no facts: send one JSON object per line")
     if len(numbered) > max_lines:
         raise InvalidInput("body", f"at most {max_lines} lines per import; split the file")
-    report: list[ImportLine] = []
-    with tenant_scope(tenant):
-        for number, raw in numbered:
-            try:
-                draft = import_line(raw)
-                with transaction.atomic():  # a savepoint: a refused line leaves nothing behind
-                    result = fact_add(tenant=tenant, draft=draft, actor=actor, join_similar=False)
-            except InvalidInput as error:
-                report.append(ImportLine(number, "error", field=error.field, message=error.message))
-                continue
-            report.append(ImportLine(number, result.status, fact_id=result.fact.pk))
+    outcomes: dict[int, AddResult | InvalidInput] = {}
+    drafts: dict[int, FactDraft] = {}
+    for number, raw in numbered:
+        try:
+            drafts[number] = import_line(raw)
+        except InvalidInput as error:
+            outcomes[number] = error
+    with tenant_scope(tenant), transaction.atomic():
+        added = facts_add_many(tenant=tenant, drafts=list(drafts.values()), actor=actor)
+        outcomes.update(zip(drafts, added, strict=True))
+        report = [
+            ImportLine(number, "error", field=outcome.field, message=outcome.message)
+            if isinstance(outcome, InvalidInput)
+            else ImportLine(number, outcome.status, fact_id=outcome.fact.pk)
+            for number, outcome in sorted(outcomes.items())
+        ]
         summary = ImportReport(lines=report)
         _event(
             tenant, None, EventAction.IMPORT, actor, after={"lines": len(report), **summary.counts}
