@@ -222,12 +222,16 @@ def fact_link_entities(
     the tenant scope."""
     if dictionary is None:
         dictionary = entity_dictionary(tenant=tenant)
+    found = [f for f in entities_found(fact.content, dictionary=dictionary)
+             if entity_normalize(f.name)]  # fmt: skip
+    names: dict[str, tuple[str, str]] = {}
+    for f in found:
+        names.setdefault(entity_normalize(f.name), (f.name, f.type))
+    entities = entities_resolve(tenant=tenant, names=names) if names else {}
     linked: dict[int, tuple[Entity, str]] = {}
-    for found in entities_found(fact.content, dictionary=dictionary):
-        if not entity_normalize(found.name):
-            continue
-        entity = entity_resolve(tenant=tenant, name=found.name, type=found.type)
-        linked.setdefault(entity.pk, (entity, found.role))
+    for f in found:
+        entity = entities[entity_normalize(f.name)]
+        linked.setdefault(entity.pk, (entity, f.role))
     links = FactEntity.objects.for_tenant(tenant).filter(fact=fact)
     existing = dict(links.values_list("entity_id", "role"))
     stale = set(existing) - set(linked)
