@@ -20,7 +20,7 @@ from facts.services import fact_record_retrievals
 from facts.stats import stats_fold
 from retrieval.vectors import vector_models_cleanup, vector_switch_finish
 from tenants.cross_tenant import tenants_with_stats_work
-from tenants.jobs import tenant_task
+from tenants.jobs import job_send_coalesced, tenant_task
 from tenants.models import Tenant
 
 EMBED_BATCH = 64
@@ -41,7 +41,8 @@ def facts_embed_pending(tenant: Tenant) -> int:
         done += count
     if done:
         vector_switch_finish()  # this tenant may have been the last one a new model waited for
-        facts_check_conflicts.delay(tenant.pk)  # new vectors: look for disagreements
+        # New vectors: look for disagreements (one message per window, however many batches).
+        job_send_coalesced("facts.tasks.facts_check_conflicts", tenant.pk)
     return done
 
 

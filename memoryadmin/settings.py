@@ -314,10 +314,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "memoryadmin.beat:HeartbeatScheduler"
 MNEMOSYNE_HEARTBEAT_SECONDS = env_int("MNEMOSYNE_HEARTBEAT_SECONDS", 15, minimum=1)
-# Heartbeats have a queue of their own, which a worker serves in turn with the main one: a
-# heartbeat never waits behind a backlog of work (/healthz would call a busy worker dead).
+# Heartbeats and embedding have queues of their own, which a worker serves in turn with the
+# main one: a heartbeat never waits behind a backlog of work (/healthz would call a busy worker
+# dead), and new facts get their vectors while conflict checks and retention runs queue up.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = (Queue("celery"), Queue("heartbeat"))
+CELERY_TASK_QUEUES = (Queue("celery"), Queue("heartbeat"), Queue("embed"))
+CELERY_TASK_ROUTES = {"facts.tasks.facts_embed_pending": {"queue": "embed"}}
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {
         "task": "memoryadmin.tasks.heartbeat",
