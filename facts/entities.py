@@ -211,7 +211,7 @@ def facts_link_new_entities(*, tenant: Tenant, facts: list[Fact]) -> None:
             roles.setdefault(entities[entity_normalize(f.name)].pk, f.role)
         links += [FactEntity(tenant=tenant, fact=fact, entity_id=entity_id, role=role)
                   for entity_id, role in roles.items()]  # fmt: skip
-    FactEntity.objects.bulk_create(links, ignore_conflicts=True)
+    FactEntity.objects.bulk_create(links, ignore_conflicts=True, batch_size=1000)
 
 
 def fact_link_entities(

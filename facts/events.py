@@ -39,8 +39,9 @@ def fact_events_record(
 ) -> None:
     """Append one event per (fact id, state after) to the tenant's audit log, in one insert."""
     at = timezone.now()
-    FactEvent.objects.bulk_create(
+    events = [
         FactEvent(tenant=tenant, fact_id=fact_id, action=action, actor=str(actor), after=after,
                   at=at)
         for fact_id, after in rows
-    )  # fmt: skip
+    ]  # fmt: skip
+    FactEvent.objects.bulk_create(events, batch_size=1000)

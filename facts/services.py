@@ -41,6 +41,8 @@ from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
 TRUST_HELPFUL = 0.05
+# Rows per INSERT statement of a bulk write.
+BULK_BATCH = 1000
 TRUST_UNHELPFUL = -0.10
 # Fields an audit event snapshots.
 _AUDITED = (
@@ -257,7 +259,7 @@ def facts_add_many(
             new[i] = _new_fact(tenant, row, position, draft.pinned)
         try:
             with transaction.atomic():
-                Fact.objects.bulk_create(new.values())
+                Fact.objects.bulk_create(new.values(), batch_size=BULK_BATCH)
         except IntegrityError:  # someone stored one of these a moment ago: one by one
             for i in sorted([*new, *copies]):
                 results[i] = one(i)

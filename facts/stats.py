@@ -15,22 +15,28 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from facts.models import FactStat
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
 # Dirty entities counted per statement (a bulk import can leave many).
 RECOUNT_BATCH = 2000
 
+# Only when the tenant has unfolded rows; returns how many rows it replaced by how many.
 _FOLD = """
 WITH gone AS (
-    DELETE FROM facts_factstat WHERE tenant_id = %(tenant)s
+    DELETE FROM facts_factstat
+     WHERE tenant_id = %(tenant)s
+       AND EXISTS (SELECT 1 FROM facts_factstat
+                    WHERE tenant_id = %(tenant)s AND NOT folded)
     RETURNING kind, status, band, model, day, n
+), made AS (
+    INSERT INTO facts_factstat (tenant_id, kind, status, band, model, day, n, folded)
+    SELECT %(tenant)s, kind, status, band, model, day, sum(n), true
+      FROM gone GROUP BY kind, status, band, model, day
+    HAVING sum(n) <> 0
+    RETURNING 1
 )
-INSERT INTO facts_factstat (tenant_id, kind, status, band, model, day, n, folded)
-SELECT %(tenant)s, kind, status, band, model, day, sum(n), true
-  FROM gone GROUP BY kind, status, band, model, day
-HAVING sum(n) <> 0
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM made)
 """
 
 _TAKE_DIRTY = """
@@ -62,8 +68,8 @@ MAX_ROUNDS = 50
 
 @dataclass(frozen=True)
 class StatsFolded:
-    rows_before: int  # the tenant's statistics rows before folding
-    rows_after: int
+    rows_folded: int  # the tenant's statistics rows replaced (0: they were folded already)
+    rows_made: int  # by this many, one per key
     entities_counted: int
 
 
@@ -71,12 +77,9 @@ def stats_fold(*, tenant: Tenant) -> StatsFolded:
     """Fold the tenant's statistics rows (one per key) and count its dirty entities, each step
     its own transaction. Safe to run twice or at once: rows another run took are gone for this
     one, and what is written while it runs stays for the next."""
-    with tenant_scope(tenant):
-        rows = FactStat.objects.for_tenant(tenant)
-        before = rows.count()
-        if rows.filter(folded=False).exists():
-            with connection.cursor() as cursor:
-                cursor.execute(_FOLD, {"tenant": tenant.pk})
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute(_FOLD, {"tenant": tenant.pk})
+        folded, made = cursor.fetchone()
     counted = 0
     for _ in range(MAX_ROUNDS):
         with tenant_scope(tenant), connection.cursor() as cursor:
@@ -87,6 +90,4 @@ def stats_fold(*, tenant: Tenant) -> StatsFolded:
         if not ids:
             break
         counted += len(ids)
-    with tenant_scope(tenant):
-        after = FactStat.objects.for_tenant(tenant).count()
-    return StatsFolded(rows_before=before, rows_after=after, entities_counted=counted)
+    return StatsFolded(rows_folded=folded, rows_made=made, entities_counted=counted)

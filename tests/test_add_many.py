@@ -120,3 +120,15 @@ def test_an_import_links_to_the_entity_an_alias_names(tenant, system_actor) -> N
         linked = set(FactEntity.objects.for_tenant(tenant).filter(
             fact_id=report.lines[0].fact_id).values_list("entity__name", flat=True))  # fmt: skip
     assert "Wang Fang" in linked
+
+
+def test_an_import_of_thousands_of_lines_stores_every_one(tenant, system_actor) -> None:
+    lines = [json.dumps({"content": f"Invoice {n} was paid by Acme on day {n}.", "tags": ["inv"]})
+             for n in range(2500)]  # fmt: skip
+    report = fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    assert report.counts["added"] == 2500
+    with tenant_scope(tenant):
+        assert Fact.objects.for_tenant(tenant).count() == 2500
+        assert (
+            FactEvent.objects.for_tenant(tenant).filter(action=EventAction.CREATE).count() == 2500
+        )

@@ -97,7 +97,15 @@ class Migration(migrations.Migration):
 BAND = "width_bucket(trust_score, ARRAY[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9]::float8[])"
 DAY = "(created_at AT TIME ZONE 'UTC')::date"
 KEY = f"tenant_id, kind, status, {BAND} AS band, embedding_model AS model, {DAY} AS day"
-KEPT = "tenant_id::text IS DISTINCT FROM current_setting('app.deleting_tenant', true)"
+
+
+def kept(alias: str = "") -> str:
+    """Not a row of the tenant being deleted (`alias`: the transition table's, when joined)."""
+    column = f"{alias}.tenant_id" if alias else "tenant_id"
+    return f"{column}::text IS DISTINCT FROM current_setting('app.deleting_tenant', true)"
+
+
+KEPT = kept()
 STAT_COLUMNS = "facts_factstat (tenant_id, kind, status, band, model, day, n, folded)"
 DIRTY = "facts_entitydirty (tenant_id, entity_id)"
 CHANGED = (
@@ -107,7 +115,7 @@ CHANGED = (
 )
 
 
-def _function(name: str, body: str) -> str:
+def function(name: str, body: str) -> str:
     return (
         f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
         f"BEGIN\n{body}\nRETURN NULL;\nEND $$"
@@ -140,7 +148,7 @@ FUNCTIONS = {
     FROM new_rows n
     JOIN old_rows o ON o.id = n.id
     JOIN facts_factentity l ON l.tenant_id = n.tenant_id AND l.fact_id = n.id
-   WHERE (n.status = 'active') <> (o.status = 'active') AND n.{KEPT};""",
+   WHERE (n.status = 'active') <> (o.status = 'active') AND {kept("n")};""",
     "mnemosyne_fact_links_new": f"""
   INSERT INTO {DIRTY}
   SELECT DISTINCT tenant_id, entity_id FROM new_rows WHERE {KEPT};""",
@@ -218,9 +226,7 @@ Migration.operations += [
     tenant_rls("facts_factstat"),
     tenant_rls("facts_entitydirty"),
     *(
-        migrations.RunSQL(
-            sql=_function(name, body), reverse_sql=f"DROP FUNCTION IF EXISTS {name}()"
-        )
+        migrations.RunSQL(sql=function(name, body), reverse_sql=f"DROP FUNCTION IF EXISTS {name}()")
         for name, body in FUNCTIONS.items()
     ),
     *(
