@@ -132,3 +132,18 @@ def test_an_import_of_thousands_of_lines_stores_every_one(tenant, system_actor) 
         assert (
             FactEvent.objects.for_tenant(tenant).filter(action=EventAction.CREATE).count() == 2500
         )
+
+
+def test_an_import_links_only_to_its_own_tenants_entities(tenant, other_tenant, system_actor):
+    from facts.entities import entity_resolve
+    from facts.models import Entity
+
+    with tenant_scope(other_tenant):
+        theirs = entity_resolve(tenant=other_tenant, name="Mei Lin", type="person")
+    report = fact_import(tenant=tenant, lines=[json.dumps(LINES[0])], actor=system_actor)
+    with tenant_scope(tenant):
+        links = FactEntity.objects.for_tenant(tenant).filter(fact_id=report.lines[0].fact_id)
+        linked = list(links.values_list("entity_id", "entity__tenant_id"))
+        mine = Entity.objects.for_tenant(tenant).get(normalized="mei lin")
+    assert (mine.pk, tenant.pk) in linked
+    assert theirs.pk not in [entity_id for entity_id, _ in linked]
