@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from facts.contradiction import CONTRADICT, DUPLICATE, Verdict, pair_judge
@@ -39,7 +39,6 @@ from facts.models import (
     EventAction,
     Fact,
     FactEntity,
-    FactVector,
     Kind,
     Status,
 )
@@ -160,50 +159,37 @@ def fact_join(
 # -- detection --------------------------------------------------------------------------------
 
 
-def _vectors(tenant: Tenant, fact_ids: list[int], model: str) -> dict[int, np.ndarray]:
-    rows = FactVector.objects.for_tenant(tenant).filter(fact_id__in=fact_ids, model=model)
-    return {row.fact_id: np.asarray(row.embedding, dtype=np.float32) for row in rows}
-
-
-def _neighbours(
-    tenant: Tenant, fact: Fact, vector: np.ndarray | None, space: Any
-) -> dict[int, float | None]:
-    """Candidate partners of `fact`: vector neighbours (with their cosine) and the facts that
-    share one of its (not too common) entities."""
-    found: dict[int, float | None] = {}
-    if vector is not None and space is not None:
-        for fid, score, _ in sql.vector_candidates(
-            tenant_id=tenant.pk, vector=vector, model=space.name, dimension=space.dimension,
-            filters=sql.Filters(kind=Kind.FACT), limit=NEIGHBOURS + 1,
-        ):  # fmt: skip
-            if fid != fact.pk and score >= NEIGHBOUR_MIN_COSINE:
-                found[fid] = score
+def _candidates(
+    tenant: Tenant, facts: list[Fact], space: Any
+) -> dict[int, dict[int, float | None]]:
+    """Candidate partners of each fact: its vector neighbours (with their cosine) and the facts
+    that share one of its (not too common) entities. A handful of statements for the whole
+    batch, not a handful per fact."""
+    ids = [f.pk for f in facts]
+    found: dict[int, dict[int, float | None]] = {fid: {} for fid in ids}
+    if space is not None:
+        near = sql.vector_neighbours_of(
+            tenant_id=tenant.pk, fact_ids=ids, model=space.name, dimension=space.dimension,
+            filters=sql.Filters(kind=Kind.FACT), limit=NEIGHBOURS,
+            min_score=NEIGHBOUR_MIN_COSINE,
+        )  # fmt: skip
+        for fid, rows in near.items():
+            found[fid].update(rows)
     links = FactEntity.objects.for_tenant(tenant)
-    entity_ids = list(links.filter(fact=fact).values_list("entity_id", flat=True))
-    if entity_ids:
-        narrow = [
-            row["entity_id"]
-            for row in links.filter(entity_id__in=entity_ids)
-            .values("entity_id")
-            .annotate(n=Count("id"))
-            if row["n"] <= ENTITY_MAX_FACTS
-        ]
-        shared = (
-            links.filter(entity_id__in=narrow)
-            .exclude(fact_id=fact.pk)
-            .order_by("-fact_id")
-            .values_list("fact_id", flat=True)
-            .distinct()[:ENTITY_NEIGHBOURS]
-        )
-        for fid in shared:
-            found.setdefault(fid, None)
+    entities_of: dict[int, set[int]] = {}
+    for fid, entity_id in links.filter(fact_id__in=ids).values_list("fact_id", "entity_id"):
+        entities_of.setdefault(fid, set()).add(entity_id)
+    named = set().union(*entities_of.values()) if entities_of else set()
+    narrow = set(sql.entities_within(tenant_id=tenant.pk, entity_ids=sorted(named),
+                                     most=ENTITY_MAX_FACTS))  # fmt: skip
+    facts_of: dict[int, set[int]] = {}
+    for entity_id, fid in links.filter(entity_id__in=narrow).values_list("entity_id", "fact_id"):
+        facts_of.setdefault(entity_id, set()).add(fid)
+    for fid, entity_ids in entities_of.items():
+        shared = set().union(*(facts_of.get(e, set()) for e in entity_ids)) - {fid}
+        for other in sorted(shared, reverse=True)[:ENTITY_NEIGHBOURS]:
+            found[fid].setdefault(other, None)
     return found
-
-
-def _cosine(a: np.ndarray | None, b: np.ndarray | None) -> float | None:
-    if a is None or b is None:
-        return None
-    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b) or 1.0))
 
 
 def _record(tenant: Tenant, older: Fact, newer: Fact, verdict: Verdict) -> Conflict | None:
@@ -252,35 +238,56 @@ def conflicts_check(*, tenant: Tenant, fact_ids: list[int]) -> CheckResult:
             Fact.objects.for_tenant(tenant)
             .filter(pk__in=fact_ids, status=Status.ACTIVE, kind=Kind.FACT)
             .defer("search_vector")
+            .order_by("pk")
         )
-        own = _vectors(tenant, [f.pk for f in facts], space.name) if space else {}
+        candidates = _candidates(tenant, facts, space)
+        partners = {
+            p.pk: p
+            for p in Fact.objects.for_tenant(tenant)
+            .filter(pk__in={pid for found in candidates.values() for pid in found},
+                    status=Status.ACTIVE, kind=Kind.FACT)
+            .defer("search_vector")
+        }  # fmt: skip
+        missing = [
+            (fid, pid)
+            for fid, found in candidates.items()
+            for pid, score in found.items()
+            if score is None and pid in partners
+        ]
+        scores = (
+            sql.vector_pair_scores(tenant_id=tenant.pk, pairs=missing, model=space.name)
+            if space is not None
+            else {}
+        )
         threshold = float(tenant.setting("duplicate_threshold"))
+        gone: set[int] = set()  # left recall during this check (joined, superseded)
         for fact in facts:
             checked += 1
-            candidates = _neighbours(tenant, fact, own.get(fact.pk), space)
-            if not candidates:
+            if fact.pk in gone:
                 continue
-            partners = list(
-                Fact.objects.for_tenant(tenant)
-                .filter(pk__in=candidates, status=Status.ACTIVE, kind=Kind.FACT)
-                .defer("search_vector")
-            )
-            theirs = _vectors(tenant, [p.pk for p in partners], space.name) if space else {}
-            for partner in partners:
-                if not _in_scope(fact.scope, partner.scope):
+            for pid in sorted(candidates[fact.pk]):
+                partner = partners.get(pid)
+                if partner is None or pid in gone or not _in_scope(fact.scope, partner.scope):
                     continue
-                similarity = candidates[partner.pk]
+                similarity = candidates[fact.pk][pid]
                 if similarity is None:
-                    similarity = _cosine(own.get(fact.pk), theirs.get(partner.pk))
+                    similarity = scores.get((fact.pk, pid))
                 older, newer = _newer(partner, fact)
                 verdict = pair_judge(older.content, newer.content, similarity=similarity,
                                      duplicate_threshold=threshold)  # fmt: skip
                 if verdict.label == CONTRADICT:
                     with transaction.atomic():
-                        conflicts += _record(tenant, older, newer, verdict) is not None
+                        conflict = _record(tenant, older, newer, verdict)
+                    conflicts += conflict is not None
+                    if conflict is not None and conflict.resolution == ConflictResolution.SUPERSEDE:
+                        gone.add(older.pk)
+                        if older.pk == fact.pk:
+                            break
                 elif verdict.label == DUPLICATE and older.scope == newer.scope:
                     with transaction.atomic():
-                        joined += _join_later(tenant, older, newer, similarity or 1.0)
+                        if _join_later(tenant, older, newer, similarity or 1.0):
+                            joined += 1
+                            gone.add(newer.pk)
                     if newer.pk == fact.pk:
                         break  # this fact is gone into the older one
     return CheckResult(checked=checked, conflicts=conflicts, joined=joined)

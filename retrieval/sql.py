@@ -272,6 +272,82 @@ def vector_candidates(
         return _candidates(cursor.fetchall())
 
 
+def vector_neighbours_of(
+    *,
+    tenant_id: int,
+    fact_ids: Sequence[int],
+    model: str,
+    dimension: int,
+    filters: Filters,
+    limit: int,
+    min_score: float,
+    ef_search: int = 100,
+) -> dict[int, list[tuple[int, float]]]:
+    """For each of the facts `fact_ids` that has a vector of `model`: the (id, cosine) of up to
+    `limit` facts nearest to it (itself left out) that pass `filters` and score at least
+    `min_score`. One statement for all of them: each fact's stored vector starts its own scan of
+    the model's HNSW index (iterative, as in `vector_candidates`)."""
+    if not fact_ids:
+        return {}
+    where, params = filters.sql()
+    cast = f"vector({int(dimension)})"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+            f"SET LOCAL hnsw.ef_search = {int(ef_search)}"
+        )
+        cursor.execute(
+            f"SELECT s.fact_id, n.id, n.score FROM facts_factvector s CROSS JOIN LATERAL ("  # noqa: S608 - the cast is an int, clauses are ours
+            f"SELECT v.fact_id AS id, 1 - (v.embedding::{cast} <=> s.embedding::{cast}) AS score "
+            "FROM facts_factvector v "
+            # The fact by its id alone, filtered after (see vector_candidates).
+            "CROSS JOIN LATERAL (SELECT f.status, f.trust_score, f.kind, f.scope, f.category "
+            "FROM facts_fact f WHERE f.id = v.fact_id OFFSET 0) f "
+            f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
+            f"ORDER BY v.embedding::{cast} <=> s.embedding::{cast} LIMIT %s) n "
+            "WHERE s.tenant_id = %s AND s.model = %s AND s.fact_id = ANY(%s) "
+            "AND n.id <> s.fact_id AND n.score >= %s",
+            [tenant_id, model, *params, limit + 1, tenant_id, model, list(fact_ids), min_score],
+        )
+        found: dict[int, list[tuple[int, float]]] = {}
+        for source, fact_id, score in cursor.fetchall():
+            found.setdefault(source, []).append((fact_id, float(score)))
+        return {source: rows[:limit] for source, rows in found.items()}
+
+
+def entities_within(*, tenant_id: int, entity_ids: Sequence[int], most: int) -> list[int]:
+    """Those of `entity_ids` linked to at most `most` facts; an entity linked to a hundred
+    thousand is counted no further than `most` + 1."""
+    if not entity_ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT e.id FROM unnest(%s::bigint[]) AS e(id) WHERE (SELECT count(*) FROM "
+            "(SELECT 1 FROM facts_factentity fe WHERE fe.tenant_id = %s AND fe.entity_id = e.id "
+            "LIMIT %s) linked) <= %s",
+            [list(entity_ids), tenant_id, most + 1, most],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def vector_pair_scores(
+    *, tenant_id: int, pairs: Sequence[tuple[int, int]], model: str
+) -> dict[tuple[int, int], float]:
+    """Cosine similarity of each pair of facts (by their vectors of `model`); pairs where either
+    has no such vector are left out."""
+    if not pairs:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT p.a, p.b, 1 - (a.embedding <=> b.embedding) "
+            "FROM unnest(%s::bigint[], %s::bigint[]) AS p(a, b) "
+            "JOIN facts_factvector a ON a.tenant_id = %s AND a.model = %s AND a.fact_id = p.a "
+            "JOIN facts_factvector b ON b.tenant_id = %s AND b.model = %s AND b.fact_id = p.b",
+            [[a for a, _ in pairs], [b for _, b in pairs], tenant_id, model, tenant_id, model],
+        )
+        return {(a, b): float(score) for a, b, score in cursor.fetchall()}
+
+
 def entity_candidates(
     *,
     tenant_id: int,

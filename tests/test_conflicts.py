@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from facts import conflicts
 from facts.conflicts import (
     conflict_list,
     conflict_resolve,
+    conflicts_check,
     conflicts_check_pending,
     tenants_with_unchecked_facts,
 )
@@ -281,6 +283,26 @@ def test_an_import_is_joined_later_by_the_worker(tenant, system_actor) -> None:
     copy = fact_get(tenant=tenant, fact_id=report.lines[0].fact_id)
     assert copy.status == "superseded" and copy.superseded_by_id == first.pk
     assert fact_get(tenant=tenant, fact_id=first.pk).mention_count == 2
+
+
+def test_facts_that_share_a_rare_entity_are_compared_without_their_vectors(
+    tenant, other_tenant, system_actor, monkeypatch
+) -> None:
+    """Before a vector exists (or when the vectors are far apart) the facts that name the same
+    entity are still compared; an entity named by very many facts (a speaker) pairs nothing.
+    Another tenant's facts about an entity of the same name are never a partner."""
+    texts = ("Alice Chen prefers green tea.", "Alice Chen prefers black coffee.")
+    theirs = [fact_add(tenant=other_tenant, actor=system_actor,
+                       draft=fact_draft({"content": "Alice Chen prefers oolong tea."})).fact]  # fmt: skip
+    mine = [fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({"content": t})).fact
+            for t in texts]  # fmt: skip
+    monkeypatch.setattr(conflicts, "ENTITY_MAX_FACTS", 1)
+    assert conflicts_check(tenant=tenant, fact_ids=[f.pk for f in mine]).conflicts == 0
+    monkeypatch.setattr(conflicts, "ENTITY_MAX_FACTS", 200)
+    result = conflicts_check(tenant=tenant, fact_ids=[f.pk for f in mine + theirs])
+    assert (result.checked, result.conflicts) == (2, 1)
+    assert set(_pairs(tenant)) == {frozenset(texts)}
+    assert _pairs(other_tenant) == {}
 
 
 def test_an_outsider_sees_and_decides_no_conflict(tenant, other_tenant, system_actor, owner_actor):
