@@ -292,10 +292,12 @@ def test_facts_that_share_a_rare_entity_are_compared_without_their_vectors(
     entity are still compared; an entity named by very many facts (a speaker) pairs nothing.
     Another tenant's facts about an entity of the same name are never a partner."""
     texts = ("Alice Chen prefers green tea.", "Alice Chen prefers black coffee.")
-    theirs = [fact_add(tenant=other_tenant, actor=system_actor,
-                       draft=fact_draft({"content": "Alice Chen prefers oolong tea."})).fact]  # fmt: skip
-    mine = [fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({"content": t})).fact
-            for t in texts]  # fmt: skip
+    oolong = fact_draft({"content": "Alice Chen prefers oolong tea."})
+    theirs = [fact_add(tenant=other_tenant, actor=system_actor, draft=oolong).fact]
+    mine = [
+        fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({"content": t})).fact
+        for t in texts
+    ]
     monkeypatch.setattr(conflicts, "ENTITY_MAX_FACTS", 1)
     assert conflicts_check(tenant=tenant, fact_ids=[f.pk for f in mine]).conflicts == 0
     monkeypatch.setattr(conflicts, "ENTITY_MAX_FACTS", 200)
