@@ -311,10 +311,15 @@ def _join_later(tenant: Tenant, older: Fact, newer: Fact, similarity: float) -> 
 def conflicts_check_pending(*, tenant: Tenant, limit: int = CHECK_BATCH) -> CheckResult:
     """Check the tenant's embedded facts that were never checked, or changed since: new facts
     after the worker embedded them, and (the sweep) facts stored before conflicts were looked
-    for. Returns what it did; call again while `checked` is `limit`."""
-    started = timezone.now()
+    for. Returns what it did; call again while `checked` is `limit`.
+
+    The tenant's scan row is held (SELECT ... FOR UPDATE) from reading how far the checks came
+    to writing how far they now are, so two workers never check the same facts at once: the
+    second waits for the first's batch, then takes the next one."""
     with tenant_scope(tenant):
-        scan, _ = ConflictScan.objects.for_tenant(tenant).get_or_create(defaults={"tenant": tenant})
+        ConflictScan.objects.for_tenant(tenant).get_or_create(defaults={"tenant": tenant})
+        scan = ConflictScan.objects.for_tenant(tenant).select_for_update().get()
+        started = timezone.now()
         last_at: datetime = scan.at
         pending = (
             Fact.objects.for_tenant(tenant)
@@ -327,8 +332,7 @@ def conflicts_check_pending(*, tenant: Tenant, limit: int = CHECK_BATCH) -> Chec
             .values_list("pk", flat=True)[:limit]
         )
         ids = list(pending)
-    result = conflicts_check(tenant=tenant, fact_ids=ids) if ids else CheckResult(0, 0, 0)
-    with tenant_scope(tenant):
+        result = conflicts_check(tenant=tenant, fact_ids=ids) if ids else CheckResult(0, 0, 0)
         changes: dict[str, Any] = {}
         if ids:
             changes["last_fact_id"] = max(scan.last_fact_id, ids[-1])

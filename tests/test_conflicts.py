@@ -307,6 +307,45 @@ def test_facts_that_share_a_rare_entity_are_compared_without_their_vectors(
     assert _pairs(other_tenant) == {}
 
 
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_checking_one_tenant_at_once_check_each_fact_once(
+    tenant, system_actor, monkeypatch
+) -> None:
+    import threading
+
+    from django.db import connection
+
+    texts = ("The demo is on Friday.", "The demo is on Thursday.", "Kevin likes spicy food.",
+             "Kevin doesn't like spicy food.")  # fmt: skip
+    _store(tenant, system_actor, *texts)
+    real, first_in = conflicts.conflicts_check, threading.Event()
+
+    def slow(**kwargs):  # the first worker is still checking when the second comes
+        first_in.set()
+        threading.Event().wait(0.5)
+        return real(**kwargs)
+
+    monkeypatch.setattr(conflicts, "conflicts_check", slow)
+    results = {}
+
+    def worker(name: str) -> None:
+        try:
+            results[name] = conflicts_check_pending(tenant=tenant)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=worker, args=("first",))
+    first.start()
+    assert first_in.wait(10)
+    second = threading.Thread(target=worker, args=("second",))
+    second.start()
+    first.join(30)
+    second.join(30)
+    assert results["first"].checked == 4 and results["first"].conflicts == 2
+    assert results["second"].checked == 0, "the second waited and found the facts checked"
+    assert len(_pairs(tenant)) == 2
+
+
 def test_an_outsider_sees_and_decides_no_conflict(tenant, other_tenant, system_actor, owner_actor):
     _store(tenant, system_actor, "Bob lives in Berlin.", "Bob lives in Munich.")
     conflicts_check_pending(tenant=tenant)
