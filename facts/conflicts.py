@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,8 @@ ENTITY_NEIGHBOURS = 30
 # An entity linked to more facts than this says little about which pairs disagree.
 ENTITY_MAX_FACTS = 200
 CHECK_BATCH = 200
+# How long the scan waits for a fact still without a vector before it passes it by.
+HOLE_WAIT = timedelta(minutes=10)
 TRUST_SUPERSEDED = 0.2  # how much trust a superseded fact loses
 JOB = Actor.job("conflicts")
 
@@ -321,17 +323,24 @@ def conflicts_check_pending(*, tenant: Tenant, limit: int = CHECK_BATCH) -> Chec
         scan = ConflictScan.objects.for_tenant(tenant).select_for_update().get()
         started = timezone.now()
         last_at: datetime = scan.at
-        pending = (
-            Fact.objects.for_tenant(tenant)
-            .filter(status=Status.ACTIVE, kind=Kind.FACT)
-            .exclude(embedding_model="")
-            .filter(
-                Q(pk__gt=scan.last_fact_id) | Q(updated_at__gt=last_at, pk__lte=scan.last_fact_id)
-            )
-            .order_by("pk")
-            .values_list("pk", flat=True)[:limit]
+        facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE, kind=Kind.FACT)
+        pending = facts.exclude(embedding_model="").filter(
+            Q(pk__gt=scan.last_fact_id) | Q(updated_at__gt=last_at, pk__lte=scan.last_fact_id)
         )
-        ids = list(pending)
+        # Workers commit their embedding batches in any order: a fact still without a vector
+        # below newer embedded ones is a hole the scan must not pass, or that fact would never
+        # be checked. One left without a vector for long (its embedder fails on it) is not
+        # waited for.
+        hole = (
+            facts.filter(embedding_model="", pk__gt=scan.last_fact_id,
+                         updated_at__gt=started - HOLE_WAIT)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+            .first()
+        )  # fmt: skip
+        if hole is not None:
+            pending = pending.filter(pk__lt=hole)
+        ids = list(pending.order_by("pk").values_list("pk", flat=True)[:limit])
         result = conflicts_check(tenant=tenant, fact_ids=ids) if ids else CheckResult(0, 0, 0)
         changes: dict[str, Any] = {}
         if ids:

@@ -346,6 +346,28 @@ def test_two_workers_checking_one_tenant_at_once_check_each_fact_once(
     assert len(_pairs(tenant)) == 2
 
 
+def test_a_fact_embedded_after_newer_ones_is_still_checked(tenant, system_actor) -> None:
+    """Two workers commit their embedding batches in any order; the scan does not pass a fact
+    that is still waiting for its vector."""
+    from facts.models import Fact
+
+    _store(tenant, system_actor, "The demo is on Friday.")
+    conflicts_check_pending(tenant=tenant)
+    late, early = _store(tenant, system_actor, "The demo is on Thursday.", "Kevin likes tea.")
+    with tenant_scope(tenant):  # `late`'s batch is still being embedded by another worker
+        rows = Fact.objects.for_tenant(tenant)
+        model = rows.get(pk=early.pk).embedding_model
+        rows.filter(pk=late.pk).update(embedding_model="")
+    assert conflicts_check_pending(tenant=tenant).checked == 0, "it waits for the hole"
+    with tenant_scope(tenant):
+        Fact.objects.for_tenant(tenant).filter(pk=late.pk).update(embedding_model=model)
+    result = conflicts_check_pending(tenant=tenant)
+    assert (result.checked, result.conflicts) == (2, 1)
+    assert set(_pairs(tenant)) == {
+        frozenset(("The demo is on Friday.", "The demo is on Thursday."))
+    }
+
+
 def test_an_outsider_sees_and_decides_no_conflict(tenant, other_tenant, system_actor, owner_actor):
     _store(tenant, system_actor, "Bob lives in Berlin.", "Bob lives in Munich.")
     conflicts_check_pending(tenant=tenant)
