@@ -345,7 +345,11 @@ def conflicts_check_pending(*, tenant: Tenant, limit: int = CHECK_BATCH) -> Chec
         changes: dict[str, Any] = {}
         if ids:
             changes["last_fact_id"] = max(scan.last_fact_id, ids[-1])
-        if len(ids) < limit:
+        # The facts changed since `at` (ids up to last_fact_id) come first: once a batch reaches
+        # a newer id they are all checked, and `at` moves on. (Moved only at a short batch, a
+        # fact stored after `at` counted as changed once the scan had passed it: with 200 of
+        # them every batch was the same 200, and the scan never got further.)
+        if len(ids) < limit or (ids and ids[-1] > scan.last_fact_id):
             changes["at"] = started
         if changes:
             ConflictScan.objects.for_tenant(tenant).filter(pk=scan.pk).update(**changes)

@@ -368,6 +368,21 @@ def test_a_fact_embedded_after_newer_ones_is_still_checked(tenant, system_actor)
     }
 
 
+def test_the_scan_gets_through_facts_stored_faster_than_it_checks(tenant, system_actor) -> None:
+    """Facts stored after a check began are not "changed since" once the scan has passed
+    them: the scan goes on to the newer ones instead of checking the same batch again."""
+    _store(tenant, system_actor, "The demo is on Friday.")
+    conflicts_check_pending(tenant=tenant)
+    _store(tenant, system_actor, "Kevin likes tea.", "Dana runs the Berlin office.",
+           "The demo is on Thursday.")  # fmt: skip
+    passes = [conflicts_check_pending(tenant=tenant, limit=2) for _ in range(3)]
+    assert [p.checked for p in passes] == [2, 1, 0]
+    assert tenants_with_unchecked_facts() == []
+    assert set(_pairs(tenant)) == {
+        frozenset(("The demo is on Friday.", "The demo is on Thursday."))
+    }
+
+
 def test_an_outsider_sees_and_decides_no_conflict(tenant, other_tenant, system_actor, owner_actor):
     _store(tenant, system_actor, "Bob lives in Berlin.", "Bob lives in Munich.")
     conflicts_check_pending(tenant=tenant)
