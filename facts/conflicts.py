@@ -324,33 +324,46 @@ def conflicts_check_pending(*, tenant: Tenant, limit: int = CHECK_BATCH) -> Chec
         started = timezone.now()
         last_at: datetime = scan.at
         facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE, kind=Kind.FACT)
-        pending = facts.exclude(embedding_model="").filter(
-            Q(pk__gt=scan.last_fact_id) | Q(updated_at__gt=last_at, pk__lte=scan.last_fact_id)
-        )
-        # Workers commit their embedding batches in any order: a fact still without a vector
-        # below newer embedded ones is a hole the scan must not pass, or that fact would never
-        # be checked. One left without a vector for long (its embedder fails on it) is not
-        # waited for.
-        hole = (
-            facts.filter(embedding_model="", pk__gt=scan.last_fact_id,
-                         updated_at__gt=started - HOLE_WAIT)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-            .first()
-        )  # fmt: skip
-        if hole is not None:
-            pending = pending.filter(pk__lt=hole)
-        ids = list(pending.order_by("pk").values_list("pk", flat=True)[:limit])
-        result = conflicts_check(tenant=tenant, fact_ids=ids) if ids else CheckResult(0, 0, 0)
+        embedded = facts.exclude(embedding_model="")
         changes: dict[str, Any] = {}
-        if ids:
-            changes["last_fact_id"] = max(scan.last_fact_id, ids[-1])
-        # The facts changed since `at` (ids up to last_fact_id) come first: once a batch reaches
-        # a newer id they are all checked, and `at` moves on. (Moved only at a short batch, a
-        # fact stored after `at` counted as changed once the scan had passed it: with 200 of
-        # them every batch was the same 200, and the scan never got further.)
-        if len(ids) < limit or (ids and ids[-1] > scan.last_fact_id):
+        # First the facts the scan passed that changed since `at`, in the order they changed.
+        changed = list(
+            embedded.filter(pk__lte=scan.last_fact_id, updated_at__gt=last_at)
+            .order_by("updated_at", "pk")
+            .values_list("pk", "updated_at")[:limit]
+        )
+        ids = [pk for pk, _ in changed]
+        if len(changed) == limit:
+            # More may have changed: `at` moves to the last moment this batch covers whole.
+            # (All of a full batch changed at one moment, a bulk change: the rest of that
+            # moment is passed by, or the scan would check these again and again.)
+            last = changed[-1][1]
+            earlier = [when for _, when in changed if when < last]
+            changes["at"] = earlier[-1] if earlier else last
+            if not earlier:
+                logger.warning("tenant %s: conflict scan passes facts changed at %s in bulk",
+                               tenant.pk, last)  # fmt: skip
+        else:
             changes["at"] = started
+            # Then the facts it has not reached. Workers commit their embedding batches in any
+            # order: a fact still without a vector below newer embedded ones is a hole the scan
+            # must not pass, or that fact would never be checked. One left without a vector for
+            # long (its embedder fails on it) is not waited for.
+            hole = (
+                facts.filter(embedding_model="", pk__gt=scan.last_fact_id,
+                             updated_at__gt=started - HOLE_WAIT)
+                .order_by("pk")
+                .values_list("pk", flat=True)
+                .first()
+            )  # fmt: skip
+            newer = embedded.filter(pk__gt=scan.last_fact_id)
+            if hole is not None:
+                newer = newer.filter(pk__lt=hole)
+            fresh = list(newer.order_by("pk").values_list("pk", flat=True)[: limit - len(ids)])
+            if fresh:
+                changes["last_fact_id"] = fresh[-1]
+            ids += fresh
+        result = conflicts_check(tenant=tenant, fact_ids=ids) if ids else CheckResult(0, 0, 0)
         if changes:
             ConflictScan.objects.for_tenant(tenant).filter(pk=scan.pk).update(**changes)
     return result

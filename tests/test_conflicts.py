@@ -383,6 +383,29 @@ def test_the_scan_gets_through_facts_stored_faster_than_it_checks(tenant, system
     }
 
 
+def test_the_scan_gets_through_more_changed_facts_than_a_batch(tenant, system_actor) -> None:
+    """Facts the scan passed and that changed since are checked again, in the order they
+    changed, a batch at a time; more of them than a batch holds does not make it check the same
+    batch forever, not even when they all changed at one moment."""
+    from django.utils import timezone
+
+    from facts.models import Fact
+
+    stored = _store(tenant, system_actor, "The demo is on Friday.", "Kevin likes tea.",
+                    "Dana runs the Berlin office.", "Lee drives a blue car.")  # fmt: skip
+    conflicts_check_pending(tenant=tenant)
+    with tenant_scope(tenant):
+        for fact in stored[1:]:  # changed one after the other
+            Fact.objects.for_tenant(tenant).filter(pk=fact.pk).update(updated_at=timezone.now())
+    passes = [conflicts_check_pending(tenant=tenant, limit=2).checked for _ in range(4)]
+    # Each full batch moves on to the last moment it covered whole: 2 and 3, then 3 and 4, then 4.
+    assert passes == [2, 2, 1, 0]
+    with tenant_scope(tenant):  # changed all at once, in bulk
+        Fact.objects.for_tenant(tenant).update(updated_at=timezone.now())
+    passes = [conflicts_check_pending(tenant=tenant, limit=2).checked for _ in range(3)]
+    assert passes == [2, 0, 0]
+
+
 def test_an_outsider_sees_and_decides_no_conflict(tenant, other_tenant, system_actor, owner_actor):
     _store(tenant, system_actor, "Bob lives in Berlin.", "Bob lives in Munich.")
     conflicts_check_pending(tenant=tenant)
