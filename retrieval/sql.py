@@ -227,6 +227,14 @@ def turn_neighbours(
         return [(row[0], tuple(row[1:])) for row in cursor.fetchall()]
 
 
+def _iterative_scan(cursor: Any, ef_search: int) -> None:
+    """For the rest of the transaction: HNSW scans go on until their LIMIT passed the filters."""
+    cursor.execute(
+        "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+        f"SET LOCAL hnsw.ef_search = {int(ef_search)}"
+    )
+
+
 def vector_candidates(
     *,
     tenant_id: int,
@@ -250,10 +258,7 @@ def vector_candidates(
     cast = f"vector({int(dimension)})"
     literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SET LOCAL hnsw.iterative_scan = relaxed_order; "
-            f"SET LOCAL hnsw.ef_search = {int(ef_search)}"
-        )
+        _iterative_scan(cursor, ef_search)
         cursor.execute(
             f"SELECT id, 1 - distance, {', '.join(FACT_COLUMNS)} FROM ("  # noqa: S608 - the cast is an int, clauses are ours
             f"SELECT v.fact_id AS id, v.embedding::{cast} <=> %s::{cast} AS distance, "
@@ -292,22 +297,18 @@ def vector_neighbours_of(
     where, params = filters.sql()
     cast = f"vector({int(dimension)})"
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SET LOCAL hnsw.iterative_scan = relaxed_order; "
-            f"SET LOCAL hnsw.ef_search = {int(ef_search)}"
-        )
+        _iterative_scan(cursor, ef_search)
         cursor.execute(
             f"SELECT s.fact_id, n.id, n.score FROM facts_factvector s CROSS JOIN LATERAL ("  # noqa: S608 - the cast is an int, clauses are ours
             f"SELECT v.fact_id AS id, 1 - (v.embedding::{cast} <=> s.embedding::{cast}) AS score "
             "FROM facts_factvector v "
-            # The fact by its id alone, filtered after (see vector_candidates).
-            "CROSS JOIN LATERAL (SELECT f.status, f.trust_score, f.kind, f.scope, f.category "
-            "FROM facts_fact f WHERE f.id = v.fact_id OFFSET 0) f "
-            f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
+            # Each vector's fact looked up by its id, as in vector_candidates.
+            f"CROSS JOIN LATERAL (SELECT 1 FROM facts_fact f WHERE f.id = v.fact_id AND {where} "
+            "OFFSET 0) f WHERE v.tenant_id = %s AND v.model = %s "
             f"ORDER BY v.embedding::{cast} <=> s.embedding::{cast} LIMIT %s) n "
             "WHERE s.tenant_id = %s AND s.model = %s AND s.fact_id = ANY(%s) "
-            "AND n.id <> s.fact_id AND n.score >= %s",
-            [tenant_id, model, *params, limit + 1, tenant_id, model, list(fact_ids), min_score],
+            "AND n.id <> s.fact_id AND n.score >= %s ORDER BY s.fact_id, n.score DESC",
+            [*params, tenant_id, model, limit + 1, tenant_id, model, list(fact_ids), min_score],
         )
         found: dict[int, list[tuple[int, float]]] = {}
         for source, fact_id, score in cursor.fetchall():
