@@ -10,9 +10,14 @@ they disagree when, on top of that:
   Thursday, 三月三日 / 四月十二日);
 - they give a different value in the same frame: the same words around one or two that differ,
   and those are names or things rather than a rewording ("Bob lives in Berlin" / "Bob lives in
-  Munich", 老王喜欢喝绿茶 / 老王喜欢喝咖啡).
+  Munich", 老王住在上海 / 老王住在北京, 老王最喜欢喝绿茶 / 老王最喜欢喝咖啡).
 
-An addition ("Anna is free on Friday too", 也, 还) is not a disagreement. Without a
+An addition ("Anna is free on Friday too", 也, 还) is not a disagreement, nor another value of
+what someone may have many of: places visited, languages, likings, skills, things owned
+(去过巴黎 / 去过东京, 喜欢吃火锅 / 喜欢吃寿司, 会弹古筝 / 会拉小提琴), unless one says it is
+the only one, the favourite or a change (只, 最, 更, 改成, 换成). Common Chinese near-synonyms
+are read as one word first (航班 / 飞机, 能够 / 能, 妈妈 / 母亲, 之前 / 前), so a rewording in one
+place is no other value. Without a
 disagreement, the same text (up to case, width, spacing and punctuation) or a vector at least
 `duplicate_threshold` close is a duplicate. Pure functions: no database, no model.
 """
@@ -100,9 +105,25 @@ _EN_ANTONYMS = [
 
 # Verbs that take many values at once: another object is more, not other (去过巴黎 / 去过东京,
 # "speaks French" / "speaks German"). Other verbs keep one value at a time (lives in, works at).
+# Liking, having, booking or doing often are many-valued too (喜欢吃火锅 / 喜欢吃寿司,
+# 有一辆摩托车 / 有一辆电动车, 经常去游泳 / 经常去打羽毛球), and so is what someone can do
+# (会弹古筝 / 会拉小提琴): unless one of the two says it is the only one, or the favourite, or a
+# change (_ZH_EXCLUSIVE, _ZH_REPLACING).
 _ZH_MANY_VALUED = frozenset(
-    "去过 读过 看过 吃过 玩过 学过 用过 到过 养 养了 教 学 在学 过敏".split()
+    """去过 读过 看过 吃过 玩过 学过 用过 到过 养 养了 教 学 在学 过敏 喜欢 爱 热爱 爱吃 爱喝
+    爱看 爱听 爱玩 擅长 感兴趣 有 订 预订 买 购买 经常 偶尔 有时 有时候""".split()
 )
+# 最喜欢, 更喜欢, 只爱吃: one value, the favourite or the only one.
+_ZH_EXCLUSIVE = frozenset("最 更 只 仅 仅仅 只是".split())
+# 改成, 换成, 改到: a value that replaces the one before (孟凡早餐改喝豆浆了).
+_ZH_REPLACING = frozenset("改 换 改成 换成 改为 换为 变成 改到 换到 改用 换用".split())
+# 会 before a verb is what someone can do (会说, 会弹, 会做); not before these (会去北京 is a
+# plan, 会在会上演示 an event).
+_ZH_NOT_ABILITY = frozenset("去 来 到 回 在 是 有 让 给 把 被 和 跟 对 向 从".split())
+# One-character verbs that jieba may join to their object (喝牛奶, 打篮球, 坐地铁).
+_ZH_VERB_HEADS = frozenset("喝吃坐骑开打弹拉玩看听用学养穿戴买做读写唱画踢")
+# A part of the day next to a time is no other thing: 下午三点 / 晚上八点 differ by the time.
+_ZH_DAY_PARTS = frozenset("早上 上午 中午 下午 晚上 傍晚 凌晨 清晨 半夜 白天".split())
 _EN_MANY_VALUED_WORDS = (
     "visited visit been allergic speaks speak teaches teach studies study learning learn"
 )
@@ -128,6 +149,26 @@ _ZH_ANTONYMS = [
     ("左手", "右手"), ("早", "晚"), ("有空", "没空"), ("上班", "休假"), ("真", "假"),
     ("已婚", "未婚"), ("单身", "已婚"), ("通过", "否决"), ("允许", "禁止"),
 ]  # fmt: skip
+# Near-synonyms read as one word before any comparison, so that 航班 / 飞机 or 母亲 / 妈妈 in
+# one place is a rewording, not another value. The first table replaces within the text (it
+# also reaches compounds: 骑单车, 生日派对, 开完会以后); the second replaces whole words, for
+# those that are also part of unrelated words (老公司, 他的士气, 加班机会).
+_ZH_SYNONYM_TEXT = {
+    "航班": "飞机", "单车": "自行车", "脚踏车": "自行车", "派对": "聚会", "西红柿": "番茄",
+    "马铃薯": "土豆", "计算机": "电脑", "薪水": "工资", "薪资": "工资", "之前": "前",
+    "以后": "后", "之后": "后", "能够": "能", "宾馆": "酒店", "旅馆": "酒店", "饭馆": "餐馆",
+    "餐厅": "餐馆", "立刻": "马上", "立即": "马上", "常常": "经常", "时常": "经常",
+    "早餐": "早饭", "午餐": "午饭", "中饭": "午饭", "晚餐": "晚饭", "妈妈": "母亲",
+    "爸爸": "父亲", "小孩子": "孩子", "小孩": "孩子", "电子邮件": "邮件", "卫生间": "洗手间",
+    "公交车": "公交", "公共汽车": "公交", "巴士": "公交", "早晨": "早上", "夜里": "晚上",
+    "喜爱": "喜欢",
+}  # fmt: skip
+_ZH_SYNONYM_WORDS = {
+    "老公": "丈夫", "老婆": "妻子", "太太": "妻子", "媳妇": "妻子", "的士": "出租车",
+    "班机": "飞机", "客机": "飞机", "爸": "父亲", "妈": "母亲", "常": "经常", "教师": "老师",
+    "大夫": "医生", "荤": "肉", "吃荤": "吃肉",
+}  # fmt: skip
+_ZH_SYNONYM_PATTERN = re.compile("|".join(sorted(_ZH_SYNONYM_TEXT, key=len, reverse=True)))
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
               "七": 7, "八": 8, "九": 9}  # fmt: skip
 _ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
@@ -150,6 +191,10 @@ def _zh_number(text: str) -> float | None:
     if not any(c in _ZH_UNITS for c in text):
         # 二〇二七: digit by digit
         return float("".join(str(_ZH_DIGITS[c]) for c in text))
+    if len(text) >= 3 and text[-1] in _ZH_DIGITS and _ZH_UNITS.get(text[-2], 0) >= 100:
+        # 一万五, 三千二, 两百五: the last digit counts in the next unit down
+        head = _zh_number(text[:-1])
+        return None if head is None else head + _ZH_DIGITS[text[-1]] * _ZH_UNITS[text[-2]] / 10
     total, section, digit = 0, 0, 0
     for char in text:
         if char in _ZH_DIGITS:
@@ -178,6 +223,9 @@ class Statement:
     capitals: frozenset[str]  # names: words written with a capital, and words with digits in
     verbish: frozenset[str]  # content words that are verbs, adverbs or words of being
     text: str  # case, width, spacing and punctuation folded
+    exclusive: bool = False  # the only value, the favourite or a change (只, 最, 改成)
+    possessed: frozenset[str] = frozenset()  # Chinese words right after 的 (叶青的车: 车)
+    ability: bool = False  # what someone can do (会 before a verb: 会弹古筝)
 
 
 def _stem(word: str) -> str:
@@ -219,15 +267,29 @@ def statement(text: str) -> Statement:
     verbish: set[str] = set()
     negations = 0
     additive = False
+    exclusive = ability = False
+    possessed: set[str] = set()
     # Chinese runs: weekdays, then jieba tokens with their tags.
     for run in _HAN_RUN.finditer(normalized):
         chunk = run.group()
         for match in _ZH_WEEKDAY.finditer(chunk):
             values.append(_ZH_WEEKDAYS[match.group(1)])
         chunk = _ZH_WEEKDAY.sub(" ", chunk)
+        chunk = _ZH_SYNONYM_PATTERN.sub(lambda m: _ZH_SYNONYM_TEXT[m.group()], chunk)
         for piece in chunk.split():
-            for token in _zh_tagger().cut(piece, HMM=False):
-                word, flag = token.word, token.flag
+            tokens = list(_zh_tagger().cut(piece, HMM=False))
+            after_de = False
+            for index, token in enumerate(tokens):
+                word, flag = _ZH_SYNONYM_WORDS.get(token.word, token.word), token.flag
+                if word == "会" and index + 1 < len(tokens):
+                    following = tokens[index + 1]
+                    if following.flag.startswith(("v", "n")) and (
+                        following.word not in _ZH_NOT_ABILITY
+                    ):
+                        ability = True
+                if word in _ZH_EXCLUSIVE or word in _ZH_REPLACING:
+                    exclusive = True
+                    continue
                 if word in _ZH_NOT_NEGATION:
                     words.add(word)
                     sequence.append(word)
@@ -242,6 +304,7 @@ def statement(text: str) -> Statement:
                     rest = word[1:] if word not in _ZH_NEGATION else ""
                     if rest.startswith("有"):
                         rest = rest[1:]
+                    rest = _ZH_SYNONYM_WORDS.get(rest, rest)
                     if rest:
                         words.add(rest)
                         sequence.append(rest)
@@ -259,9 +322,12 @@ def statement(text: str) -> Statement:
                 if flag in ("m", "q", "mq") and len(word) == 1:
                     continue  # a unit on its own: 元, 个
                 if word in _ZH_STOP or not word.strip():
+                    after_de = word == "的"
                     continue
                 words.add(word)
                 sequence.append(word)
+                if after_de:
+                    possessed.add(word)
                 if flag in _ZH_VERBISH_TAGS:
                     verbish.add(word)
     latin = _HAN_RUN.sub(" ", normalized)
@@ -315,6 +381,9 @@ def statement(text: str) -> Statement:
         capitals=frozenset(capitals),
         verbish=frozenset(verbish),
         text=fold(text),
+        exclusive=exclusive,
+        ability=ability,
+        possessed=frozenset(possessed),
     )
 
 
@@ -391,6 +460,18 @@ def _swap(sa: Statement, sb: Statement) -> tuple[list[str], list[str]] | None:
     return swapped_a, swapped_b
 
 
+def _two_things(sa: Statement, sb: Statement, swap: tuple[list[str], list[str]]) -> bool:
+    """A slot of two words on each side where both differ is one value only when they name it
+    together (杭州西湖区 / 宁波鄞州区). Not when a verb differs with it, another event (在杭州出生
+    / 在北京上大学), nor when what has the value differs (叶青的车是白色的 / 叶青的包是黑色的)."""
+    swapped_a, swapped_b = swap
+    if len(swapped_a) < 2 and len(swapped_b) < 2:
+        return False
+    if set(swapped_a) & sa.verbish or set(swapped_b) & sb.verbish:
+        return True
+    return swapped_a[0] in sa.possessed and swapped_b[0] in sb.possessed
+
+
 def _same_root(a: str, b: str) -> bool:
     common = 0
     for x, y in zip(a, b, strict=False):
@@ -402,12 +483,21 @@ def _same_root(a: str, b: str) -> bool:
 
 def _refine(sequence: tuple[str, ...], other: tuple[str, ...]) -> tuple[str, ...]:
     """Chinese words split where the other statement has their first part as a word of its
-    own: 喝咖啡 against 喝 / 绿茶 becomes 喝 / 咖啡, so the two line up word for word."""
+    own: 喝咖啡 against 喝 / 绿茶 becomes 喝 / 咖啡, so the two line up word for word; else
+    where it has their last part (足球比赛 against 网球 / 比赛 becomes 足球 / 比赛); and a verb
+    with its object taken as one word splits when the other has one with the same verb (喝牛奶
+    against 喝咖啡 becomes 喝 / 牛奶)."""
     known = set(other)
+    mine = set(sequence)
+    heads = {w[0] for w in other if len(w) >= 2 and w[0] in _ZH_VERB_HEADS and w not in mine}
     refined: list[str] = []
     for word in sequence:
         if len(word) >= 2 and _HAN_RUN.fullmatch(word) and word not in known:
+            if word[0] in heads and word[0] not in known:
+                refined += [word[0], word[1:]]
+                continue
             cut = next((k for k in range(len(word) - 1, 0, -1) if word[:k] in known), 0)
+            cut = cut or next((k for k in range(1, len(word)) if word[k:] in known), 0)
             if cut:
                 refined += [word[:cut], word[cut:]]
                 continue
@@ -444,21 +534,27 @@ def pair_judge(
         if (
             values_differ
             and not additive
-            and not (only_a - sa.verbish)
-            and not (only_b - sb.verbish)
+            and not (only_a - sa.verbish - _ZH_DAY_PARTS)
+            and not (only_b - sb.verbish - _ZH_DAY_PARTS)
         ):
             reason = "date" if _dates(sa.values | sb.values) else "number"
             return Verdict(CONTRADICT, reason, round(0.5 + overlap / 2, 3), clear=True)
         # Two values under a negation never clash (不吃辣 / 不吃香菜), nor two under a verb
         # that takes many (去过巴黎 / 去过东京).
         frame = set(_refine(sa.sequence, sb.sequence)) & set(_refine(sb.sequence, sa.sequence))
-        one_value = sa.negated == sb.negated and not sa.negated and not (frame & _MANY_VALUED)
+        many = bool(frame & _MANY_VALUED) or (sa.ability and sb.ability)
+        one_value = (
+            sa.negated == sb.negated
+            and not sa.negated
+            and (not many or sa.exclusive or sb.exclusive)
+        )
         if (
             one_value
             and other_thing
             and swap is not None
             and not values_differ
             and len(swap[0]) == len(swap[1])
+            and not _two_things(sa, sb, swap)
         ):
             return Verdict(
                 CONTRADICT, "value", round(0.4 + jaccard / 2, 3),
