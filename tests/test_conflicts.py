@@ -61,7 +61,7 @@ def test_the_judge_tells_contradictions_duplicates_and_additions_apart() -> None
         ("The server has 64 GB of memory.", "The server has 128 GB of memory."): (
             "contradict", "number"),
         ("新版本三月三日发布。", "新版本四月十二日发布。"): ("contradict", "date"),
-        ("老王喜欢喝绿茶。", "老王喜欢喝咖啡。"): ("contradict", "value"),
+        ("老王住在上海。", "老王住在北京。"): ("contradict", "value"),
         ("Bob lives in Berlin.", "Bob lives in Munich."): ("contradict", "value"),
         ("Anna is free on Thursday.", "Anna is free on Friday too."): ("compatible", ""),
         ("Alice prefers black coffee.", "Bob prefers black coffee."): ("compatible", ""),
@@ -88,6 +88,49 @@ def test_the_judge_tells_contradictions_duplicates_and_additions_apart() -> None
     assert pair_judge("The wifi password is sunflower42.", "The wifi password is maple77.") == (
         pair_judge("The wifi password is sunflower.", "The wifi password is maple.")
     )
+
+
+def test_a_chinese_near_synonym_in_one_place_is_a_rewording_not_another_value() -> None:
+    for a, b in [
+        ("小周的航班改到周五。", "小周的飞机改到周五。"),
+        ("石磊的父亲退休了。", "石磊的爸爸退休了。"),
+        ("康宁在周会之前交周报。", "康宁在周会前交周报。"),
+    ]:
+        assert pair_judge(a, b, similarity=0.99).label == "duplicate", (a, b)
+    # A synonym does not hide what does differ.
+    assert pair_judge("小周的母亲今年六十岁。", "小周的妈妈今年六十五岁。").label == "contradict"
+    assert pair_judge("小周的工资是一万二。", "小周的薪水是一万五。").reason == "number"
+    assert pair_judge("小周的航班是下午三点。", "小周的航班是晚上八点。").reason == "date"
+
+
+def test_chinese_likings_and_skills_stand_together_unless_one_replaces_the_other() -> None:
+    for a, b in [
+        ("马丽喜欢吃火锅。", "马丽喜欢吃寿司。"),
+        ("马丽爱吃火锅。", "马丽爱吃寿司。"),
+        ("孟凡会弹古筝。", "孟凡会弹琵琶。"),
+        ("秦朗有一辆摩托车。", "秦朗有一辆电动车。"),
+        ("小周经常去游泳。", "小周经常去爬山。"),
+    ]:
+        assert pair_judge(a, b).label == "compatible", (a, b)
+    # The only one, the favourite or a change: one value replaces the other.
+    for a, b in [
+        ("万丽爱吃苹果。", "万丽现在只爱吃香蕉。"),
+        ("毛欣最爱看足球比赛。", "毛欣最爱看网球比赛。"),
+        ("小周早餐喝牛奶。", "小周早饭改喝咖啡了。"),
+    ]:
+        assert (pair_judge(a, b).label, pair_judge(a, b).reason) == ("contradict", "value"), (a, b)
+
+
+def test_chinese_statements_about_two_things_in_one_slot_do_not_clash() -> None:
+    # What has the value differs, or the event does: not one value replacing another.
+    for a, b in [
+        ("辛悦的猫是橘色的。", "辛悦的狗是黑色的。"),
+        ("陈老师新买的上衣是黑色的。", "陈老师新买的裤子是白色的。"),
+        ("小周在杭州出生。", "小周在北京上大学。"),
+    ]:
+        assert pair_judge(a, b).label == "compatible", (a, b)
+    # A value named in two words is still one value.
+    assert pair_judge("小周住在杭州西湖区。", "小周住在宁波鄞州区。").label == "contradict"
 
 
 def test_the_worker_records_conflicts_in_english_and_chinese(tenant, system_actor) -> None:
