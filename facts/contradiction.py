@@ -161,12 +161,13 @@ _ZH_SYNONYM_TEXT = {
     "早餐": "早饭", "午餐": "午饭", "中饭": "午饭", "晚餐": "晚饭", "妈妈": "母亲",
     "爸爸": "父亲", "小孩子": "孩子", "小孩": "孩子", "电子邮件": "邮件", "卫生间": "洗手间",
     "公交车": "公交", "公共汽车": "公交", "巴士": "公交", "早晨": "早上", "夜里": "晚上",
-    "喜爱": "喜欢",
+    "喜爱": "喜欢", "上司": "领导", "上级": "领导", "房屋": "房子", "影片": "电影",
+    "书籍": "书", "居住": "住", "抵达": "到达", "告知": "告诉",
 }  # fmt: skip
 _ZH_SYNONYM_WORDS = {
     "老公": "丈夫", "老婆": "妻子", "太太": "妻子", "媳妇": "妻子", "的士": "出租车",
     "班机": "飞机", "客机": "飞机", "爸": "父亲", "妈": "母亲", "常": "经常", "教师": "老师",
-    "大夫": "医生", "荤": "肉", "吃荤": "吃肉",
+    "大夫": "医生", "荤": "肉", "吃荤": "吃肉", "开心": "高兴",
 }  # fmt: skip
 _ZH_SYNONYM_PATTERN = re.compile("|".join(sorted(_ZH_SYNONYM_TEXT, key=len, reverse=True)))
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
@@ -472,6 +473,11 @@ def _two_things(sa: Statement, sb: Statement, swap: tuple[list[str], list[str]])
     return swapped_a[0] in sa.possessed and swapped_b[0] in sb.possessed
 
 
+def _other_thing(sa: Statement, sb: Statement, swap: tuple[list[str], list[str]] | None) -> bool:
+    """The slot that differs holds a thing on each side, not a verb or a word of being."""
+    return swap is not None and bool(set(swap[0]) - sa.verbish) and bool(set(swap[1]) - sb.verbish)
+
+
 def _same_root(a: str, b: str) -> bool:
     common = 0
     for x, y in zip(a, b, strict=False):
@@ -520,10 +526,9 @@ def pair_judge(
     additive = sa.additive or sb.additive
     values_differ = bool(sa.values and sb.values and sa.values != sb.values)
     # The same frame around another thing (去过巴黎 / 去过东京, 喜欢科幻片 / 不喜欢恐怖片).
-    swap = _swap(sa, sb) if not additive else None
-    other_thing = (
-        swap is not None and bool(set(swap[0]) - sa.verbish) and bool(set(swap[1]) - sb.verbish)
-    )
+    any_swap = _swap(sa, sb)
+    swap = any_swap if not additive else None
+    other_thing = _other_thing(sa, sb, swap)
     if shared and overlap >= SAME_SUBJECT:
         # A negation of another thing is no disagreement.
         if sa.negated != sb.negated and jaccard >= NEGATION_JACCARD and not other_thing:
@@ -561,11 +566,12 @@ def pair_judge(
                 clear=len(swap[0]) == 1,
             )  # fmt: skip
     # Another thing in the same frame is something else, however close the vectors (去过巴黎 /
-    # 去过东京 are 0.96 apart in e5): not a duplicate to join.
+    # 去过东京 are 0.96 apart in e5): not a duplicate to join; nor is it when one says it is
+    # more (爱吃芒果 / 也爱吃榴莲).
     if (
         similarity is not None
         and similarity >= duplicate_threshold
-        and not other_thing
+        and not _other_thing(sa, sb, any_swap)
         and not values_differ
         and not (sa.values and sb.values and sa.value_order != sb.value_order)
         and not _names_differ(sa, sb)

@@ -133,6 +133,15 @@ def test_chinese_statements_about_two_things_in_one_slot_do_not_clash() -> None:
     assert pair_judge("小周住在杭州西湖区。", "小周住在宁波鄞州区。").label == "contradict"
 
 
+def test_one_more_thing_said_with_also_is_not_a_duplicate_to_join() -> None:
+    for a, b in [
+        ("景涵爱吃芒果。", "景涵也爱吃榴莲。"),
+        ("Anna likes tea.", "Anna likes coffee too."),
+    ]:
+        verdict = pair_judge(a, b, similarity=0.99)
+        assert (verdict.label, verdict.reason) == ("compatible", ""), (a, b, verdict)
+
+
 def test_the_worker_records_conflicts_in_english_and_chinese(tenant, system_actor) -> None:
     _store(tenant, system_actor, "Alice Chen prefers green tea.", "老王住在上海。",
            "Alice Chen lives in Berlin.")  # fmt: skip
