@@ -122,6 +122,8 @@ _ZH_REPLACING = frozenset("改 换 改成 换成 改为 换为 变成 改到 换
 _ZH_NOT_ABILITY = frozenset("去 来 到 回 在 是 有 让 给 把 被 和 跟 对 向 从".split())
 # One-character verbs that jieba may join to their object (喝牛奶, 打篮球, 坐地铁).
 _ZH_VERB_HEADS = frozenset("喝吃坐骑开打弹拉玩看听用学养穿戴买做读写唱画踢")
+# Verbs that 只 may be joined to, as one word: 只有, 只用, 只吃.
+_ZH_ONLY_VERBS = _ZH_VERB_HEADS | {"有"}
 # A part of the day next to a time is no other thing: 下午三点 / 晚上八点 differ by the time.
 _ZH_DAY_PARTS = frozenset("早上 上午 中午 下午 晚上 傍晚 凌晨 清晨 半夜 白天".split())
 _EN_MANY_VALUED_WORDS = (
@@ -273,6 +275,8 @@ def statement(text: str) -> Statement:
     # Chinese runs: weekdays, then jieba tokens with their tags.
     for run in _HAN_RUN.finditer(normalized):
         chunk = run.group()
+        # 3只猫: 只 after a digit counts cats, it does not say "only".
+        counted = run.start() > 0 and normalized[run.start() - 1].isdigit()
         for match in _ZH_WEEKDAY.finditer(chunk):
             values.append(_ZH_WEEKDAYS[match.group(1)])
         chunk = _ZH_WEEKDAY.sub(" ", chunk)
@@ -288,6 +292,10 @@ def statement(text: str) -> Statement:
                         following.word not in _ZH_NOT_ABILITY
                     ):
                         ability = True
+                if counted and index == 0 and word == "只":
+                    continue
+                if len(word) == 2 and word[0] in "只仅" and word[1] in _ZH_ONLY_VERBS:
+                    exclusive, word = True, word[1:]  # 只有, 只用, 只吃: the only one
                 if word in _ZH_EXCLUSIVE or word in _ZH_REPLACING:
                     exclusive = True
                     continue

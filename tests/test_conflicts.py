@@ -117,8 +117,11 @@ def test_chinese_likings_and_skills_stand_together_unless_one_replaces_the_other
         ("万丽爱吃苹果。", "万丽现在只爱吃香蕉。"),
         ("毛欣最爱看足球比赛。", "毛欣最爱看网球比赛。"),
         ("小周早餐喝牛奶。", "小周早饭改喝咖啡了。"),
+        ("小周家里只有一只猫。", "小周家里有一只狗。"),
     ]:
         assert (pair_judge(a, b).label, pair_judge(a, b).reason) == ("contradict", "value"), (a, b)
+    # 只 after a digit counts; it does not say "only".
+    assert pair_judge("小周有3只猫。", "小周有3只狗。").label == "compatible"
 
 
 def test_chinese_statements_about_two_things_in_one_slot_do_not_clash() -> None:
