@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
 from facts.entities import entity_normalize
@@ -33,6 +34,8 @@ RELATED_NEIGHBOURS = 20
 # by every turn of a long conversation is tied to others by its recent facts, and the walk stays
 # as fast for it as for an entity named twice.
 RECENT_FACTS = 2000
+# The newest facts of each co-mentioned entity that `entity_related` looks at for two hops.
+TWO_HOP_FACTS = 100
 
 
 @dataclass
@@ -118,17 +121,67 @@ def _entity_by_id(tenant: Tenant, entity_id: int) -> Entity:
     return entity
 
 
-def _recent_facts(
-    links: QuerySet[FactEntity], entities: list[Entity], *, active: bool
-) -> list[int]:
-    """The ids of the newest RECENT_FACTS facts linked to any of `entities` (active ones only,
-    with `active`), newest first."""
-    mine = links.filter(entity__in=entities)
-    if active:
-        mine = mine.filter(fact__status=Status.ACTIVE)
-    return list(
-        mine.order_by("-fact_id").values_list("fact_id", flat=True).distinct()[:RECENT_FACTS]
+def _recent_facts(tenant_id: int, entity_ids: Sequence[int], *, active: bool) -> list[int]:
+    """The ids of the newest RECENT_FACTS facts linked to any of `entity_ids` (active ones only,
+    with `active`), newest first.
+
+    Each entity's links are walked newest first, each fact looked up by its id (OFFSET 0 keeps
+    the lookup a lookup), until enough passed: joined instead, the planner read every fact of a
+    large tenant to find an entity's two thousand newest."""
+    status = (
+        "CROSS JOIN LATERAL (SELECT 1 FROM facts_fact f WHERE f.tenant_id = fe.tenant_id "
+        "AND f.id = fe.fact_id AND f.status = %s OFFSET 0) f "
+        if active
+        else ""
     )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT l.fact_id FROM unnest(%s::bigint[]) AS e(id) CROSS JOIN LATERAL ("  # noqa: S608 - our own clause
+            f"SELECT fe.fact_id FROM facts_factentity fe {status}"
+            "WHERE fe.tenant_id = %s AND fe.entity_id = e.id ORDER BY fe.fact_id DESC LIMIT %s"
+            ") l ORDER BY l.fact_id DESC LIMIT %s",
+            [list(entity_ids), *([Status.ACTIVE] if active else []), tenant_id, RECENT_FACTS,
+             RECENT_FACTS],
+        )  # fmt: skip
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _links_of(tenant_id: int, fact_ids: Sequence[int]) -> dict[int, list[int]]:
+    """The entities each of `fact_ids` is linked to."""
+    linked: dict[int, list[int]] = defaultdict(list)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT fact_id, entity_id FROM facts_factentity "
+            "WHERE tenant_id = %s AND fact_id = ANY(%s)",
+            [tenant_id, list(fact_ids)],
+        )
+        for fact_id, entity_id in cursor.fetchall():
+            linked[fact_id].append(entity_id)
+    return linked
+
+
+def _named_with(
+    linked: dict[int, list[int]], exclude: set[int], limit: int
+) -> list[tuple[int, int]]:
+    """(entity id, facts naming it) of the `limit` entities most often named in `linked`'s facts,
+    `exclude` left out; ties by id."""
+    counts: dict[int, int] = defaultdict(int)
+    for entities in linked.values():
+        for entity_id in set(entities) - exclude:
+            counts[entity_id] += 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
+def _newest_links(tenant_id: int, entity_ids: Sequence[int], each: int) -> list[tuple[int, int]]:
+    """(fact id, entity id) of the `each` newest facts linked to each of `entity_ids`."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT l.fact_id, e.id FROM unnest(%s::bigint[]) AS e(id) CROSS JOIN LATERAL "
+            "(SELECT fe.fact_id FROM facts_factentity fe WHERE fe.tenant_id = %s "
+            "AND fe.entity_id = e.id ORDER BY fe.fact_id DESC LIMIT %s) l",
+            [list(entity_ids), tenant_id, each],
+        )
+        return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
 def entity_related(
@@ -154,31 +207,29 @@ def entity_related(
         )
         if not entities:
             return []
-        links = FactEntity.objects.for_tenant(tenant)
-        own_ids = _recent_facts(links, entities, active=False)
-        neighbours = list(
-            links.filter(fact_id__in=own_ids)
-            .exclude(entity__in=entities)
-            .values("entity_id", "entity__name")
-            .annotate(together=Count("fact_id", distinct=True))
-            .order_by("-together", "entity_id")[:RELATED_NEIGHBOURS]
-        )
+        ids = [e.pk for e in entities]
+        own_ids = _recent_facts(tenant.pk, ids, active=False)
+        linked = _links_of(tenant.pk, own_ids)
+        neighbours = _named_with(linked, set(ids), RELATED_NEIGHBOURS)
         if not neighbours:
             return []
-        strongest = neighbours[0]["together"]
-        weight = {n["entity_id"]: n["together"] / strongest for n in neighbours}
-        label = {n["entity_id"]: n["entity__name"] for n in neighbours}
-        via: dict[int, list[int]] = defaultdict(list)
-        for fact_id, entity_id in links.filter(entity_id__in=list(weight)).values_list(
-            "fact_id", "entity_id"
-        )[:5000]:
-            via[fact_id].append(entity_id)
+        strongest = neighbours[0][1]
+        weight = {other: together / strongest for other, together in neighbours}
+        label = dict(
+            Entity.objects.for_tenant(tenant).filter(pk__in=list(weight)).values_list("pk", "name")
+        )
+        # The facts that tie it to them (one hop), and each one's newest facts (two hops).
+        via: dict[int, set[int]] = defaultdict(set)
+        for fact_id, others in linked.items():
+            via[fact_id].update(e for e in others if e in weight)
+        for fact_id, other in _newest_links(tenant.pk, list(weight), TWO_HOP_FACTS):
+            via[fact_id].add(other)
         own_set = set(own_ids)
         # Scored on (id, trust) alone; only the best `limit` facts are then read whole.
         scored = []
         for fact_id, trust in (
             _facts(tenant, scope, category, kind)
-            .filter(pk__in=list(via))
+            .filter(pk__in=[fact_id for fact_id, through in via.items() if through])
             .values_list("pk", "trust_score")
         ):
             distance = 1 if fact_id in own_set else 2
@@ -194,7 +245,7 @@ def entity_related(
         )}  # fmt: skip
         return [
             GraphHit(fact=facts[fact_id], score=score, hops=distance,
-                     entities=sorted({label[e] for e in via[fact_id]}))
+                     entities=sorted({label[e] for e in via[fact_id] if e in label}))
             for score, fact_id, distance in best
             if fact_id in facts
         ]  # fmt: skip
@@ -304,30 +355,19 @@ class Neighbourhood:
 
 
 def entity_neighbourhood(*, tenant: Tenant, entity_id: int, limit: int = 12) -> Neighbourhood:
-    """The entity's closest neighbours through shared facts, and the ties among them."""
+    """The entity's closest neighbours through its active facts (its newest RECENT_FACTS), and
+    how often two of them are named together in those facts."""
     with tenant_scope(tenant):
         centre = _entity_by_id(tenant, entity_id)
-        links = FactEntity.objects.for_tenant(tenant)
-        own = _recent_facts(links, [centre], active=True)
-        rows = list(
-            links.filter(fact_id__in=own)
-            .exclude(entity=centre)
-            .values("entity_id")
-            .annotate(together=Count("fact_id", distinct=True))
-            .order_by("-together", "entity_id")[:limit]
-        )
-        counts = {row["entity_id"]: row["together"] for row in rows}
+        linked = _links_of(tenant.pk, _recent_facts(tenant.pk, [centre.pk], active=True))
+        counts = dict(_named_with(linked, {centre.pk}, limit))
         entities = Entity.objects.for_tenant(tenant).in_bulk(list(counts))
-        pairs: dict[tuple[int, int], int] = defaultdict(int)
-        members: dict[int, list[int]] = defaultdict(list)
-        for fact_id, ent in links.filter(
-            entity_id__in=list(counts), fact__status="active"
-        ).values_list("fact_id", "entity_id")[:5000]:
-            members[fact_id].append(ent)
-        for ents in members.values():
-            for i, a in enumerate(sorted(set(ents))):
-                for b in sorted(set(ents))[i + 1 :]:
-                    pairs[(a, b)] += 1
+    pairs: dict[tuple[int, int], int] = defaultdict(int)
+    for others in linked.values():
+        shown = sorted(set(others) & counts.keys())
+        for i, a in enumerate(shown):
+            for b in shown[i + 1 :]:
+                pairs[(a, b)] += 1
     neighbours = [(entities[e], n) for e, n in counts.items() if e in entities]
     return Neighbourhood(
         centre=centre,

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import pytest
 
+from facts import graph
 from facts.conflicts import conflicts_check_pending
 from facts.embedding import facts_embed_batch
-from facts.graph import entities_reason, entity_facts, entity_related, fact_contradictions
+from facts.graph import (
+    entities_reason,
+    entity_facts,
+    entity_neighbourhood,
+    entity_related,
+    fact_contradictions,
+)
 from facts.inputs import entity_names, fact_draft
 from facts.models import Category, Kind
+from facts.selectors.entities import entity_list
 from facts.selectors.facts import fact_list
-from facts.services import fact_add, fact_feedback
+from facts.services import fact_add, fact_feedback, fact_remove
 from hermes_provider import schemas as tools
 from hermes_provider.candidates import candidate_facts
-from tenants.errors import InvalidInput
+from tenants.errors import InvalidInput, NotFound
 
 pytestmark = pytest.mark.django_db
 
@@ -188,3 +196,50 @@ def test_a_write_repeated_with_its_idempotency_key_is_stored_once(tenant, system
 def test_the_tool_layer_knows_the_models_choices() -> None:
     assert tools.CATEGORIES == list(Category.values)
     assert tools.KINDS == list(Kind.values)
+
+
+def _add(tenant, actor, text: str) -> int:
+    return fact_add(tenant=tenant, actor=actor, draft=fact_draft({"content": text})).fact.pk
+
+
+def _entity_named(tenant, name: str):
+    return next(e for e in entity_list(tenant=tenant, query=name).entities if e.name == name)
+
+
+def test_the_neighbourhood_counts_what_is_named_with_an_entity_in_its_active_facts(
+    tenant, other_tenant, system_actor
+) -> None:
+    _add(tenant, system_actor, "Alice Chen and Bob Li ship Northstar")
+    _add(tenant, system_actor, "Alice Chen and Bob Li met in Shanghai")
+    # Bob and Northstar again, but not with Alice: no tie on Alice's page.
+    _add(tenant, system_actor, "Bob Li and Carol Wu review Northstar")
+    gone = _add(tenant, system_actor, "Alice Chen visited Orion with Carol Wu")
+    fact_remove(tenant=tenant, fact_id=gone, actor=system_actor)
+    alice = _entity_named(tenant, "Alice Chen")
+    hood = entity_neighbourhood(tenant=tenant, entity_id=alice.pk)
+    names = {e.pk: e.name for e, _ in hood.neighbours}
+    assert [(e.name, n) for e, n in hood.neighbours] == [
+        ("Bob Li", 2), ("Northstar", 1), ("Shanghai", 1)
+    ]  # fmt: skip
+    assert sorted((names[a], names[b], n) for a, b, n in hood.edges) == [
+        ("Bob Li", "Northstar", 1), ("Bob Li", "Shanghai", 1)
+    ]  # fmt: skip
+    with pytest.raises(NotFound):
+        entity_neighbourhood(tenant=other_tenant, entity_id=alice.pk)
+
+
+def test_the_graph_walks_from_an_entitys_newest_facts(tenant, system_actor, monkeypatch) -> None:
+    """A speaker named by a hundred thousand turns is walked from its newest RECENT_FACTS."""
+    _add(tenant, system_actor, "Alice Chen visited Orion")
+    _add(tenant, system_actor, "Alice Chen and Bob Li ship Northstar")
+    removed = _add(tenant, system_actor, "Alice Chen met Carol Wu")
+    _add(tenant, system_actor, "Alice Chen and Bob Li met in Shanghai")
+    fact_remove(tenant=tenant, fact_id=removed, actor=system_actor)
+    monkeypatch.setattr(graph, "RECENT_FACTS", 2)
+    alice = _entity_named(tenant, "Alice Chen")
+    hood = entity_neighbourhood(tenant=tenant, entity_id=alice.pk)
+    # The two newest active facts: the removed one is passed over, the oldest is too far back.
+    assert {e.name for e, _ in hood.neighbours} == {"Bob Li", "Northstar", "Shanghai"}
+    one_hop = entity_related(tenant=tenant, entity_id=alice.pk, hops=1)
+    assert "Alice Chen visited Orion" not in _contents(one_hop)
+    assert "Alice Chen and Bob Li met in Shanghai" in _contents(one_hop)
