@@ -357,6 +357,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("MNEMOSYNE_STATS_SWEEP_SECONDS", 30, minimum=1)),
         "options": {"expires": 30},
     },
+    # A large tenant's own full-text and vector indexes (retrieval.indexes) made and dropped.
+    "tenant-indexes-sweep": {
+        "task": "retrieval.tasks.retrieval_tenant_indexes_sync",
+        "schedule": float(env_int("MNEMOSYNE_TENANT_INDEX_SWEEP_SECONDS", 3600, minimum=1)),
+        "options": {"expires": 3600},
+    },
     # A changed extractor re-links every fact; lost relink jobs are sent again.
     "relink-sweep": {
         "task": "facts.tasks.entities_relink_sweep",
@@ -364,6 +370,8 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 60},
     },
 }
+# Active facts from which a tenant gets its own full-text and vector indexes (retrieval.indexes).
+MNEMOSYNE_TENANT_INDEX_FACTS = env_int("MNEMOSYNE_TENANT_INDEX_FACTS", 50_000, minimum=1)
 # Dotted path of the entity extractor `(text) -> list[facts.entities.FoundEntity]`; empty: none.
 MNEMOSYNE_ENTITY_EXTRACTOR = env_str("MNEMOSYNE_ENTITY_EXTRACTOR", "facts.extract.extract_entities")
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from celery import shared_task
 from django.core.cache import cache
 
+from retrieval.indexes import tenant_indexes_sync
 from retrieval.latency import recall_latency_add
 from retrieval.stats import corpus_stats_refresh
 from tenants.jobs import tenant_task
@@ -38,3 +39,15 @@ def retrieval_store_latencies(rows: list[tuple[int, str, list[int]]]) -> int:
             recall_latency_add(tenant=tenant, hour=datetime.fromisoformat(str(hour)), counts=counts)
             stored += 1
     return stored
+
+
+@shared_task(
+    name="retrieval.tasks.retrieval_tenant_indexes_sync",
+    ignore_result=True,
+    soft_time_limit=1800,
+    time_limit=1860,
+)
+def retrieval_tenant_indexes_sync() -> int:
+    """Beat: make and drop large tenants' own indexes. Returns how many changed."""
+    done = tenant_indexes_sync()
+    return len(done.created) + len(done.dropped)
