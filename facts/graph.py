@@ -209,46 +209,66 @@ def entity_related(
             return []
         ids = [e.pk for e in entities]
         own_ids = _recent_facts(tenant.pk, ids, active=False)
-        linked = _links_of(tenant.pk, own_ids)
-        neighbours = _named_with(linked, set(ids), RELATED_NEIGHBOURS)
-        if not neighbours:
-            return []
-        strongest = neighbours[0][1]
-        weight = {other: together / strongest for other, together in neighbours}
-        label = dict(
-            Entity.objects.for_tenant(tenant).filter(pk__in=list(weight)).values_list("pk", "name")
-        )
-        # The facts that tie it to them (one hop), and each one's newest facts (two hops).
-        via: dict[int, set[int]] = defaultdict(set)
-        for fact_id, others in linked.items():
-            via[fact_id].update(e for e in others if e in weight)
+        return _related(
+            tenant, ids, own_ids, _links_of(tenant.pk, own_ids),
+            hops=hops, scope=scope, category=category, kind=kind, limit=limit,
+        )  # fmt: skip
+
+
+def _related(
+    tenant: Tenant,
+    ids: list[int],
+    own_ids: list[int],
+    linked: dict[int, list[int]],
+    *,
+    hops: int,
+    scope: str | None,
+    category: str | None,
+    kind: str | None,
+    limit: int,
+) -> list[GraphHit]:
+    """entity_related's walk from the entities `ids`, their facts `own_ids` and those facts'
+    links `linked`."""
+    neighbours = _named_with(linked, set(ids), RELATED_NEIGHBOURS)
+    if not neighbours:
+        return []
+    strongest = neighbours[0][1]
+    weight = {other: together / strongest for other, together in neighbours}
+    label = dict(
+        Entity.objects.for_tenant(tenant).filter(pk__in=list(weight)).values_list("pk", "name")
+    )
+    # The facts that tie it to them (one hop), and each one's newest facts (two hops).
+    via: dict[int, set[int]] = defaultdict(set)
+    for fact_id, others in linked.items():
+        via[fact_id].update(e for e in others if e in weight)
+    if hops > 1:
         for fact_id, other in _newest_links(tenant.pk, list(weight), TWO_HOP_FACTS):
             via[fact_id].add(other)
-        own_set = set(own_ids)
-        # Scored on (id, trust) alone; only the best `limit` facts are then read whole.
-        scored = []
-        for fact_id, trust in (
-            _facts(tenant, scope, category, kind)
-            .filter(pk__in=[fact_id for fact_id, through in via.items() if through])
-            .values_list("pk", "trust_score")
-        ):
-            distance = 1 if fact_id in own_set else 2
-            if distance > hops:
-                continue
-            strength = max(weight[e] for e in via[fact_id])
-            score = (1.0 if distance == 1 else 0.5 * strength) * trust
-            scored.append((score, fact_id, distance))
-        scored.sort(reverse=True)
-        best = scored[:limit]
-        facts = {f.pk: f for f in _facts(tenant, scope, category, kind).filter(
-            pk__in=[fact_id for _, fact_id, _ in best]
-        )}  # fmt: skip
-        return [
-            GraphHit(fact=facts[fact_id], score=score, hops=distance,
-                     entities=sorted({label[e] for e in via[fact_id] if e in label}))
-            for score, fact_id, distance in best
-            if fact_id in facts
-        ]  # fmt: skip
+    own_set = set(own_ids)
+    # Scored on (id, trust) alone; only the best `limit` facts are then read whole.
+    scored = []
+    for fact_id, trust in (
+        _facts(tenant, scope, category, kind)
+        .filter(pk__in=[fact_id for fact_id, through in via.items() if through])
+        .values_list("pk", "trust_score")
+    ):
+        distance = 1 if fact_id in own_set else 2
+        if distance > hops:
+            continue
+        strength = max(weight[e] for e in via[fact_id])
+        score = (1.0 if distance == 1 else 0.5 * strength) * trust
+        scored.append((score, fact_id, distance))
+    scored.sort(reverse=True)
+    best = scored[:limit]
+    facts = {f.pk: f for f in _facts(tenant, scope, category, kind).filter(
+        pk__in=[fact_id for _, fact_id, _ in best]
+    )}  # fmt: skip
+    return [
+        GraphHit(fact=facts[fact_id], score=score, hops=distance,
+                 entities=sorted({label[e] for e in via[fact_id] if e in label}))
+        for score, fact_id, distance in best
+        if fact_id in facts
+    ]  # fmt: skip
 
 
 def entities_reason(
@@ -360,8 +380,14 @@ def entity_neighbourhood(*, tenant: Tenant, entity_id: int, limit: int = 12) -> 
     with tenant_scope(tenant):
         centre = _entity_by_id(tenant, entity_id)
         linked = _links_of(tenant.pk, _recent_facts(tenant.pk, [centre.pk], active=True))
-        counts = dict(_named_with(linked, {centre.pk}, limit))
-        entities = Entity.objects.for_tenant(tenant).in_bulk(list(counts))
+        return _neighbourhood(tenant, centre, linked, limit)
+
+
+def _neighbourhood(
+    tenant: Tenant, centre: Entity, linked: dict[int, list[int]], limit: int
+) -> Neighbourhood:
+    counts = dict(_named_with(linked, {centre.pk}, limit))
+    entities = Entity.objects.for_tenant(tenant).in_bulk(list(counts))
     pairs: dict[tuple[int, int], int] = defaultdict(int)
     for others in linked.values():
         shown = sorted(set(others) & counts.keys())
@@ -374,3 +400,30 @@ def entity_neighbourhood(*, tenant: Tenant, entity_id: int, limit: int = 12) -> 
         neighbours=neighbours,
         edges=[(a, b, n) for (a, b), n in sorted(pairs.items())],
     )
+
+
+@dataclass(frozen=True)
+class EntityGraph:
+    """What an entity's page shows of the graph."""
+
+    related: list[GraphHit]
+    neighbourhood: Neighbourhood
+
+
+def entity_graph(
+    *, tenant: Tenant, entity_id: int, hops: int = 2, limit: int = 20, neighbours: int = 12
+) -> EntityGraph:
+    """`entity_related` and `entity_neighbourhood` of one entity at once, both walked from its
+    newest active facts, read once (related by itself also walks from facts no longer
+    active)."""
+    with tenant_scope(tenant):
+        centre = _entity_by_id(tenant, entity_id)
+        own_ids = _recent_facts(tenant.pk, [centre.pk], active=True)
+        linked = _links_of(tenant.pk, own_ids)
+        related = _related(
+            tenant, [centre.pk], own_ids, linked,
+            hops=hops, scope=None, category=None, kind=None, limit=limit,
+        )  # fmt: skip
+        return EntityGraph(
+            related=related, neighbourhood=_neighbourhood(tenant, centre, linked, neighbours)
+        )

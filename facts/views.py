@@ -483,6 +483,7 @@ class EntityPage(TenantPage):
         page = entity_fact_list(
             tenant=self.tenant, entity_id=entity.pk, limit=PAGE_SIZE, cursor=cursor
         )
+        walked = graph.entity_graph(tenant=self.tenant, entity_id=entity.pk, hops=2, limit=20)
         return self.render(
             "web/entities/detail.html",
             {
@@ -490,8 +491,8 @@ class EntityPage(TenantPage):
                 "facts": page.facts,
                 "next_cursor": page.next_cursor,
                 "paged": bool(cursor),
-                "related": _related(self, entity.pk),
-                "graph": _neighbourhood_svg(self, entity.pk),
+                "related": walked.related,
+                "graph": _neighbourhood_svg(self, walked.neighbourhood),
                 "history": curation.entity_history(
                     tenant=self.tenant, entity_id=entity.pk, known=True
                 ),
@@ -556,12 +557,7 @@ class AuditExportPage(TenantPage):
 # -- entity curation, the graph, the dictionary ---------------------------------------------------
 
 
-def _related(view: TenantPage, entity_id: int) -> list[Any]:
-    return graph.entity_related(tenant=view.tenant, entity_id=entity_id, hops=2, limit=20)
-
-
-def _neighbourhood_svg(view: TenantPage, entity_id: int) -> str:
-    hood = graph.entity_neighbourhood(tenant=view.tenant, entity_id=entity_id)
+def _neighbourhood_svg(view: TenantPage, hood: graph.Neighbourhood) -> str:
     return neighbourhood_svg(
         centre=hood.centre.name,
         neighbours=[

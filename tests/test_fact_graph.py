@@ -243,3 +243,22 @@ def test_the_graph_walks_from_an_entitys_newest_facts(tenant, system_actor, monk
     one_hop = entity_related(tenant=tenant, entity_id=alice.pk, hops=1)
     assert "Alice Chen visited Orion" not in _contents(one_hop)
     assert "Alice Chen and Bob Li met in Shanghai" in _contents(one_hop)
+
+
+def test_the_entity_page_walk_gives_what_related_and_the_neighbourhood_give(
+    tenant, other_tenant, system_actor
+) -> None:
+    _add(tenant, system_actor, "Alice Chen and Bob Li ship Northstar")
+    _add(tenant, system_actor, "Alice Chen and Bob Li met in Shanghai")
+    _add(tenant, system_actor, "Bob Li and Carol Wu review Northstar")
+    alice = _entity_named(tenant, "Alice Chen")
+    walked = graph.entity_graph(tenant=tenant, entity_id=alice.pk, hops=2, limit=20)
+    related = entity_related(tenant=tenant, entity_id=alice.pk, hops=2, limit=20)
+    hood = entity_neighbourhood(tenant=tenant, entity_id=alice.pk)
+    assert [(h.fact.pk, h.hops, h.entities) for h in walked.related] == [
+        (h.fact.pk, h.hops, h.entities) for h in related
+    ]
+    assert "Bob Li and Carol Wu review Northstar" in _contents(walked.related)
+    assert walked.neighbourhood == hood
+    with pytest.raises(NotFound):
+        graph.entity_graph(tenant=other_tenant, entity_id=alice.pk)
