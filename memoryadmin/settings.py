@@ -144,6 +144,10 @@ _database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60, minimum=0)
 _database["CONN_HEALTH_CHECKS"] = True
 # A database that does not answer is reported (503) within seconds, not after a client's timeout.
 _database.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
+# No JIT compilation in the application's sessions: its statements are short, and PostgreSQL
+# compiles any whose estimated cost passes jit_above_cost, which adds tens of milliseconds to a
+# recall that takes thirty (a URL's own `?options=` wins).
+_database["OPTIONS"].setdefault("options", "-c jit=off")
 DATABASES = {"default": _database}
 # DATABASE_REPLICA_URL (optional): a streaming replica of that database, read by recall, context
 # and the web admin's pages (memoryadmin/replica.py); reads fall back to the primary while it
@@ -154,6 +158,7 @@ if DATABASE_REPLICA_URL:
     _replica = parse_database_url(DATABASE_REPLICA_URL, name="DATABASE_REPLICA_URL")
     _replica.update(CONN_MAX_AGE=_database["CONN_MAX_AGE"], CONN_HEALTH_CHECKS=True)
     _replica["OPTIONS"].setdefault("connect_timeout", 2)
+    _replica["OPTIONS"].setdefault("options", "-c jit=off")
     # Tests: the replica shows the primary's test database (it cannot make one of its own).
     _replica["TEST"] = {"MIRROR": "default"}
     DATABASES["replica"] = _replica

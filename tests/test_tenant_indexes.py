@@ -98,3 +98,10 @@ def test_the_index_functions_make_and_drop_only_tenant_indexes(call: str) -> Non
     with pytest.raises(DatabaseError, match="not a tenant|dimension"):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(call)
+
+
+def test_the_applications_sessions_compile_no_statement() -> None:
+    """JIT would add tens of milliseconds to any statement whose estimated cost is high."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
