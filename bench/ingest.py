@@ -3,7 +3,8 @@
     python -m bench.ingest --data PATH [--facts 2000] [--workers 1,2] [--batch 250]
                            [--bundle-facts 100000] [--json OUT]
 
-- embedder: texts per second of the configured embedder alone, in batches of 64, in this process;
+- embedder: texts per second of the configured embedder alone, in this process, called with as
+  many texts at a time as a worker claims (`facts.tasks.EMBED_BATCH`);
 - end to end, for each worker count and two ways of storing: facts stored one by one with
   `fact_add` (as an agent writes), and as JSON Lines imports of `--batch` lines (`fact_import`,
   as a bulk load or a migration writes); analysed for full text, entities linked, audited, then
@@ -54,13 +55,15 @@ def _text(texts: list[str], i: int) -> str:
 
 
 def embedder_rate(texts: list[str], count: int) -> float:
+    from facts.tasks import EMBED_BATCH
     from retrieval.vectors import configured_embedder
 
     embedder = configured_embedder()
     embedder.embed(texts[:8], purpose="passage")  # warm up
     started = time.perf_counter()
-    for i in range(0, count, 64):
-        embedder.embed([_text(texts, j) for j in range(i, min(count, i + 64))], purpose="passage")
+    for i in range(0, count, EMBED_BATCH):
+        batch = [_text(texts, j) for j in range(i, min(count, i + EMBED_BATCH))]
+        embedder.embed(batch, purpose="passage")
     return count / (time.perf_counter() - started)
 
 

@@ -3,6 +3,7 @@ and call a service, which opens the tenant's scope for each of its transactions.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
 from celery import shared_task
@@ -23,7 +24,14 @@ from tenants.cross_tenant import tenants_with_stats_work
 from tenants.jobs import job_send_coalesced, tenant_task
 from tenants.models import Tenant
 
-EMBED_BATCH = 64
+# Facts claimed per batch. The embedder sorts a batch's texts by length before it splits them
+# into its own runs of 32, so a larger batch pads less: LoCoMo's turns embedded about 45% faster
+# in batches of 256 than of 64 (512: no faster, and each claim holds its rows longer).
+EMBED_BATCH = 256
+# How long one conflict-check task runs before it hands the rest to a fresh message of itself.
+# A worker runs one task at a time: a check that ran through 1,200 facts (44 s beside the
+# embedding) kept the new facts queued behind it waiting for their vectors.
+CHECK_TASK_S = 3.0
 
 
 @shared_task(
@@ -102,14 +110,18 @@ def entities_relink_sweep() -> int:
 )
 @tenant_task()
 def facts_check_conflicts(tenant: Tenant) -> int:
-    """Compare the tenant's newly embedded (or changed) facts with their neighbours."""
+    """Compare the tenant's newly embedded (or changed) facts with their neighbours, a batch
+    at a time for up to `CHECK_TASK_S`; then the rest waits behind what was queued meanwhile."""
     checked = 0
-    for _ in range(25):  # at most 25 batches per task; the sweep brings the rest
+    deadline = time.monotonic() + CHECK_TASK_S
+    while True:
         result = conflicts_check_pending(tenant=tenant)
         checked += result.checked
         if result.checked < CHECK_BATCH:
-            break
-    return checked
+            return checked
+        if time.monotonic() >= deadline:
+            job_send_coalesced("facts.tasks.facts_check_conflicts", tenant.pk)
+            return checked
 
 
 @shared_task(name="facts.tasks.facts_conflicts_sweep", ignore_result=True)

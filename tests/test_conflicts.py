@@ -3,6 +3,8 @@ embedder (e5), the worker's check after embedding, the review decisions and thei
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from facts import conflicts
@@ -143,6 +145,28 @@ def test_one_more_thing_said_with_also_is_not_a_duplicate_to_join() -> None:
     ]:
         verdict = pair_judge(a, b, similarity=0.99)
         assert (verdict.label, verdict.reason) == ("compatible", ""), (a, b, verdict)
+
+
+def test_a_check_task_past_its_time_leaves_the_rest_to_a_fresh_message(
+    tenant, system_actor, monkeypatch
+) -> None:
+    # A worker runs one task at a time: a long check would keep new facts from their vectors.
+    from facts import tasks
+
+    lines = [json.dumps({"content": f"Runner {i} builds release branch {i} every Friday."})
+             for i in range(conflicts.CHECK_BATCH + 5)]  # fmt: skip
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    while facts_embed_batch(tenant=tenant, limit=256):
+        pass
+    sent = []
+    monkeypatch.setattr(tasks, "job_send_coalesced", lambda *args: sent.append(args))
+    monkeypatch.setattr(tasks, "CHECK_TASK_S", 0.0)
+    assert tasks.facts_check_conflicts(tenant.pk) == conflicts.CHECK_BATCH
+    assert sent == [("facts.tasks.facts_check_conflicts", tenant.pk)]
+    assert tenants_with_unchecked_facts() == [tenant.pk]
+    assert tasks.facts_check_conflicts(tenant.pk) == 5  # what that message runs
+    assert len(sent) == 1, "done: nothing more is sent"
+    assert tenants_with_unchecked_facts() == []
 
 
 def test_the_worker_records_conflicts_in_english_and_chinese(tenant, system_actor) -> None:
