@@ -95,7 +95,7 @@ def run(data: Path, channels: list[str] | None, compare: bool) -> dict[str, Any]
     distinct_facts = len(set(fact_of.values()))
     progress(f"{distinct_facts} passages stored; embedding them")
     embedded = 0
-    while done := facts_embed_batch(tenant=tenant, limit=32):
+    while done := facts_embed_batch(tenant=tenant):
         embedded += done
         if embedded % 256 < 32:
             progress(f"  {embedded}/{distinct_facts} embedded")

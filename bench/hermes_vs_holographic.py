@@ -113,7 +113,7 @@ class Pair:
 
         if not self.mnemosyne.wait_idle(1800):
             raise RuntimeError("the provider's writer did not finish")
-        while facts_embed_batch(tenant=self.tenant, limit=64):
+        while facts_embed_batch(tenant=self.tenant):
             pass
 
     def close(self) -> None:

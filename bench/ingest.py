@@ -4,7 +4,7 @@
                            [--bundle-facts 100000] [--json OUT]
 
 - embedder: texts per second of the configured embedder alone, in this process, called with as
-  many texts at a time as a worker claims (`facts.tasks.EMBED_BATCH`);
+  many texts at a time as a worker claims (`facts.embedding.EMBED_BATCH`);
 - end to end, for each worker count and two ways of storing: facts stored one by one with
   `fact_add` (as an agent writes), and as JSON Lines imports of `--batch` lines (`fact_import`,
   as a bulk load or a migration writes); analysed for full text, entities linked, audited, then
@@ -55,7 +55,7 @@ def _text(texts: list[str], i: int) -> str:
 
 
 def embedder_rate(texts: list[str], count: int) -> float:
-    from facts.tasks import EMBED_BATCH
+    from facts.embedding import EMBED_BATCH
     from retrieval.vectors import configured_embedder
 
     embedder = configured_embedder()

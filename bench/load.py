@@ -86,7 +86,7 @@ def _seed(tenants: int, facts: int, agents: int) -> tuple[list[str], list[str]]:
         for start in range(0, len(lines), 5000):
             fact_import(tenant=tenant, lines=lines[start : start + 5000], actor=actor)
         with tenant_scope(tenant):
-            while facts_embed_batch(tenant=tenant, limit=64):
+            while facts_embed_batch(tenant=tenant):
                 pass
         made.append(tenant)
         progress(f"tenant team-{number}: {facts} facts stored and embedded")

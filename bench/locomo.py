@@ -281,7 +281,7 @@ def run(
                 ),
             ).fact
             ids[fact.pk] = turn["dia_id"]
-        while facts_embed_batch(tenant=tenant, limit=64):
+        while facts_embed_batch(tenant=tenant):
             pass
         ingest_s += time.perf_counter() - started
         progress(f"{name}: {len(turns)} turns stored and embedded; asking its questions")

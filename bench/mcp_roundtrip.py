@@ -78,7 +78,7 @@ def _load(data: Path, conversations: int | None) -> tuple[Any, str, list[str], i
             )
             stored += 1
         questions += [qa["question"] for qa in sample["qa"] if qa.get("evidence")]
-        while facts_embed_batch(tenant=tenant, limit=64):
+        while facts_embed_batch(tenant=tenant):
             pass
         progress(f"{name}: stored and embedded ({stored} turns so far)")
     key = apikey_create(tenant=tenant, name="bench", actor=actor, scopes=["read"])

@@ -11,6 +11,12 @@ from tenants import cross_tenant
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
+# Facts claimed per batch (the workers, the benchmarks). The embedder sorts a batch's texts by
+# length before it splits them into its own runs of 32, so a larger batch pads less: LoCoMo's
+# turns embedded about 45% faster in batches of 256 than of 64 (512: no faster, and each claim
+# holds its rows longer).
+EMBED_BATCH = 256
+
 
 def _line(fact: Fact) -> str:
     if not fact.speaker or fact.content.startswith(f"{fact.speaker}:"):
@@ -41,7 +47,7 @@ def _previous_turns(tenant: Tenant, facts: list[Fact]) -> dict[tuple[str, int | 
     return {(row.session_id, row.position): row for row in rows}
 
 
-def facts_embed_batch(*, tenant: Tenant, limit: int = 64) -> int:
+def facts_embed_batch(*, tenant: Tenant, limit: int = EMBED_BATCH) -> int:
     """Embed up to `limit` of the tenant's active facts that have no vector of the configured
     model yet (new facts, and during a model switch every older one). Returns how many.
 

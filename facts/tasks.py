@@ -12,7 +12,7 @@ from django.db import InterfaceError, OperationalError
 
 from facts.conflicts import CHECK_BATCH, conflicts_check_pending, tenants_with_unchecked_facts
 from facts.curation import relink_fail, relink_run, relink_sweep
-from facts.embedding import facts_embed_batch, tenants_with_pending_embeddings
+from facts.embedding import EMBED_BATCH, facts_embed_batch, tenants_with_pending_embeddings
 from facts.importance import importance_recompute
 from facts.models import RelinkStatus
 from facts.retention import retention_run_execute, retention_run_fail
@@ -24,10 +24,6 @@ from tenants.cross_tenant import tenants_with_stats_work
 from tenants.jobs import job_send_coalesced, tenant_task
 from tenants.models import Tenant
 
-# Facts claimed per batch. The embedder sorts a batch's texts by length before it splits them
-# into its own runs of 32, so a larger batch pads less: LoCoMo's turns embedded about 45% faster
-# in batches of 256 than of 64 (512: no faster, and each claim holds its rows longer).
-EMBED_BATCH = 256
 # How long one conflict-check task runs before it hands the rest to a fresh message of itself.
 # A worker runs one task at a time: a check that ran through 1,200 facts (44 s beside the
 # embedding) kept the new facts queued behind it waiting for their vectors.
