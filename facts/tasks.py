@@ -12,7 +12,7 @@ from django.db import InterfaceError, OperationalError
 
 from facts.conflicts import CHECK_BATCH, conflicts_check_pending, tenants_with_unchecked_facts
 from facts.curation import relink_fail, relink_run, relink_sweep
-from facts.embedding import EMBED_BATCH, facts_embed_batch, tenants_with_pending_embeddings
+from facts.embedding import facts_embed_batch, tenants_with_pending_embeddings
 from facts.importance import importance_recompute
 from facts.models import RelinkStatus
 from facts.retention import retention_run_execute, retention_run_fail
@@ -41,7 +41,7 @@ CHECK_TASK_S = 3.0
 def facts_embed_pending(tenant: Tenant) -> int:
     """Embed the tenant's unembedded active facts, a batch at a time. Idempotent."""
     done = 0
-    while count := facts_embed_batch(tenant=tenant, limit=EMBED_BATCH):
+    while count := facts_embed_batch(tenant=tenant):
         done += count
     if done:
         vector_switch_finish()  # this tenant may have been the last one a new model waited for

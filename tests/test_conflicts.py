@@ -156,7 +156,7 @@ def test_a_check_task_past_its_time_leaves_the_rest_to_a_fresh_message(
     lines = [json.dumps({"content": f"Runner {i} builds release branch {i} every Friday."})
              for i in range(conflicts.CHECK_BATCH + 5)]  # fmt: skip
     fact_import(tenant=tenant, lines=lines, actor=system_actor)
-    while facts_embed_batch(tenant=tenant, limit=256):
+    while facts_embed_batch(tenant=tenant):
         pass
     sent = []
     monkeypatch.setattr(tasks, "job_send_coalesced", lambda *args: sent.append(args))
