@@ -132,6 +132,12 @@ class _Ranker:
         sessions = sorted({f.session_id for f in facts})
         self.session = np.array([sessions.index(f.session_id) for f in facts])
         self.sessions = len(sessions)
+        # Sessions whose text matches as a whole (retrieval.search._session_match), when full
+        # text ran.
+        matched = gathered.sessions
+        self.matched = (
+            None if matched is None else np.array([matched.get(f.session_id, 0.0) for f in facts])
+        )
         query = gathered.query.casefold()
         self.speaker = np.array(
             [1.0 if f.speaker and f.speaker.casefold() in query else 0.0 for f in facts]
@@ -148,6 +154,8 @@ class _Ranker:
             tops[s] = values.sum() / 3
         low, high = tops.min(), tops.max()
         scaled = (tops - low) / (high - low) if high - low >= 1e-12 else np.ones_like(tops)
+        if self.matched is not None:
+            return fused, neighbour, scaled[self.session] * self.matched
         return fused, neighbour, scaled[self.session]
 
     def ranked(
@@ -233,9 +241,12 @@ def run(
     weights: dict[str, float] | None = None,
     folds: int = 0,
 ) -> dict[str, Any]:
+    from django.db import connection
+
     from facts.embedding import facts_embed_batch
     from facts.inputs import fact_draft
     from facts.services import fact_add
+    from memoryadmin.roles import as_owner
     from retrieval.inputs import recall_query
     from retrieval.search import recall_gather, recall_rank
     from tenants.actors import Actor
@@ -284,6 +295,10 @@ def run(
         while facts_embed_batch(tenant=tenant):
             pass
         ingest_s += time.perf_counter() - started
+        # What autovacuum does soon after a load: the planner sees the new turns (without it,
+        # a fresh table's plans read a whole conversation where an index reads a session).
+        with as_owner(), connection.cursor() as cursor:
+            cursor.execute("ANALYZE facts_fact")
         progress(f"{name}: {len(turns)} turns stored and embedded; asking its questions")
         started = time.perf_counter()
         for qa in sample["qa"]:

@@ -39,6 +39,11 @@ CANDIDATES = 100
 NEIGHBOUR_SHARE = 0.45
 SESSION_SHARE = 0.15
 SPEAKER_BONUS = 0.05
+# A session matches as a whole when its three best turns do and (SESSION_TEXT) its turns read
+# as one document match by BM25 (idf over the sessions read): the SESSION_PRIOR_SESSIONS
+# sessions with the best candidates, each read up to its first SESSION_PRIOR_TURNS turns.
+SESSION_TEXT = True
+SESSION_PRIOR_SESSIONS, SESSION_PRIOR_TURNS = 32, 256
 ENTITY_GATED = True
 # The query's vector without its language (retrieval.language): questions find memories
 # written in the other language.
@@ -338,13 +343,20 @@ class Gathered:
     query: str
     candidates: dict[int, _Candidate]
     normalised: dict[str, dict[int, float]]
+    # Each session's match as a whole, on [0, 1] (None: judged by its best turns instead).
+    sessions: dict[str, float] | None = None
 
 
 def _conversation_lift(
-    facts: dict[int, _Candidate], fused: dict[int, float], query: str, tuning: Tuning
+    facts: dict[int, _Candidate],
+    fused: dict[int, float],
+    query: str,
+    tuning: Tuning,
+    matched: dict[str, float] | None = None,
 ) -> dict[int, dict[str, float]]:
     """Turns gain from their neighbours, from sessions that match as a whole, and from being
-    spoken by someone the query names."""
+    spoken by someone the query names. A session's match is the mean of its three best turns
+    (min-max over the sessions), times its text's match as a whole (`matched`) when known."""
     by_position = {
         (f.session_id, f.position): fid for fid, f in facts.items() if f.kind == Kind.TURN
     }
@@ -353,6 +365,9 @@ def _conversation_lift(
         if fact.kind == Kind.TURN:
             sessions[fact.session_id].append(fused[fid])
     session_of = _minmax({s: sum(sorted(v)[-3:]) / 3 for s, v in sessions.items()})
+    if matched is not None:
+        # Both: its best turns match, and so does its text as a whole.
+        session_of = {s: best * matched.get(s, 0.0) for s, best in session_of.items()}
     query_folded = query.casefold()
     lifts: dict[int, dict[str, float]] = {}
     for fid, fact in facts.items():
@@ -392,7 +407,7 @@ def recall_rank(
         fid: _fuse(fid, normalised, weights, CROSS_LANGUAGE_REWEIGHT and c.han != chinese)
         for fid, c in candidates.items()
     }
-    lifts = _conversation_lift(candidates, fused, gathered.query, tuning)
+    lifts = _conversation_lift(candidates, fused, gathered.query, tuning, gathered.sessions)
     moment = now or timezone.now()
     scored = []
     for fid, candidate in candidates.items():
@@ -406,6 +421,54 @@ def recall_rank(
         scored.append((score, fid, factors))
     scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
     return scored
+
+
+def _session_match(
+    tenant_id: int,
+    candidates: dict[int, _Candidate],
+    normalised: dict[str, dict[int, float]],
+    scorers: dict[str, Any],
+    filters: sql.Filters,
+) -> dict[str, float] | None:
+    """How well each session of the candidate turns matches the query as a whole: BM25 with
+    each session's turns as one document, the query terms weighted by how few of the sessions
+    hold them (a speaker's name, in every session, counts for little). Min-max over the
+    sessions read; None without full text's terms or without turns."""
+    idf = scorers.get("idf")
+    if not SESSION_TEXT or not idf:
+        return None
+    best: dict[str, float] = {}
+    for fid, fact in candidates.items():
+        if fact.kind == Kind.TURN:
+            score = sum(normalised[c].get(fid, 0.0) for c in ("fts", "vec") if c in normalised)
+            best[fact.session_id] = max(best.get(fact.session_id, 0.0), score)
+    if not best:
+        return None
+    chosen = sorted(best, key=lambda s: (-best[s], s))[:SESSION_PRIOR_SESSIONS]
+    lengths, counts = sql.session_documents(
+        tenant_id=tenant_id,
+        sessions=chosen,
+        lexemes=list(idf),
+        filters=filters,
+        turns_each=SESSION_PRIOR_TURNS,
+    )
+    if not lengths:
+        return None
+    total = len(lengths)
+    mean = max(sum(lengths.values()) / total, 1.0)
+    holding: dict[str, int] = defaultdict(int)
+    for found in counts.values():
+        for lexeme in found:
+            holding[lexeme] += 1
+    weight = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in holding.items()}
+    scores = {}
+    for session, length in lengths.items():
+        norm = sql.BM25_K1 * (1 - sql.BM25_B + sql.BM25_B * length / mean)
+        found = counts.get(session, {})
+        scores[session] = sum(
+            weight[t] * n * (sql.BM25_K1 + 1) / (n + norm) for t, n in found.items()
+        )
+    return _minmax(scores)
 
 
 def _gather(
@@ -443,7 +506,8 @@ def _gather(
             .filter(pk__in=missing)
             .values_list(*_Candidate._fields[:-1], "content")
         )
-    return Gathered(query=query, candidates=candidates, normalised=normalised)
+    sessions = _session_match(tenant_id, candidates, normalised, scorers, filters)
+    return Gathered(query=query, candidates=candidates, normalised=normalised, sessions=sessions)
 
 
 def recall_gather(*, tenant: Tenant, query: RecallQuery) -> Gathered:

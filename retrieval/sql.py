@@ -208,6 +208,48 @@ def vector_scores_for(
         return {row[0]: float(row[1]) for row in cursor.fetchall()}
 
 
+def session_documents(
+    *,
+    tenant_id: int,
+    sessions: Sequence[str],
+    lexemes: Sequence[str],
+    filters: Filters,
+    turns_each: int,
+) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Each session read as one document: its turns' total length in lexemes, and in how many
+    of its turns each of `lexemes` occurs (a turn is short: a word in it is nearly always
+    there once). At most `turns_each` turns of a session are read (its first), only turns
+    recall may return count, and a session with none is left out."""
+    if not sessions or not lexemes:
+        return {}, {}
+    where, params = filters.sql()
+    holding = ", ".join("sum((x.v @@ %s::tsquery)::int)" for _ in lexemes)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.id, a.length, a.holding FROM unnest(%s::text[]) AS s(id) "  # noqa: S608 - clauses are ours, values are parameters
+            f"CROSS JOIN LATERAL (SELECT count(*) AS turns, sum(length(x.v))::int AS length, "
+            f"ARRAY[{holding}]::int[] AS holding FROM (SELECT f.search_vector AS v "
+            "FROM facts_fact f WHERE f.tenant_id = %s AND f.session_id = s.id "
+            f"AND f.kind = 'turn' AND {where} ORDER BY f.position LIMIT %s) x) a "
+            "WHERE a.turns > 0",
+            [
+                list(sessions),
+                *[tsquery_lexeme(lexeme) for lexeme in lexemes],
+                tenant_id,
+                *params,
+                turns_each,
+            ],
+        )
+        lengths: dict[str, int] = {}
+        counts: dict[str, dict[str, int]] = {}
+        for session, length, found in cursor.fetchall():
+            lengths[session] = int(length or 0)
+            held = {lexeme: int(n) for lexeme, n in zip(lexemes, found, strict=True) if n}
+            if held:
+                counts[session] = held
+        return lengths, counts
+
+
 def turn_neighbours(
     *, tenant_id: int, places: Sequence[tuple[str, int]], filters: Filters
 ) -> list[tuple[int, FactColumns]]:
