@@ -510,3 +510,82 @@ def test_retrieval_counts_are_kept(tenant, system_actor) -> None:
     facts_record_retrievals(tenant.pk, [fact.pk], now.isoformat())
     stored = fact_get(tenant=tenant, fact_id=fact.pk)
     assert stored.retrieval_count == 2 and stored.last_retrieved_at == now
+
+
+def _sessions(tenant, actor, sessions: dict[str, list[str]]) -> None:
+    for session, texts in sessions.items():
+        for position, text in enumerate(texts):
+            services.fact_add(
+                tenant=tenant,
+                actor=actor,
+                draft=fact_draft(
+                    {
+                        "content": text,
+                        "kind": "turn",
+                        "session_id": session,
+                        "position": position,
+                        "speaker": "Jon",
+                    }
+                ),
+            )
+    while facts_embed_batch(tenant=tenant):
+        pass
+
+
+TRIP_AND_WORK = {
+    "trip": [
+        "We booked the cabin for the weekend",
+        "The lake was frozen solid",
+        "I finally tried my new skis",
+        "Jon said it was great",
+    ],
+    "work": [
+        "The quarterly report is due on Friday",
+        "Budget review moved to the lake room",
+        "Printer on floor two is broken again",
+        "Jon said it was great",
+    ],
+}
+TRIP_QUESTION = "Did Jon ski near the frozen lake cabin?"
+
+
+def test_a_session_whose_turns_together_match_the_question_lifts_its_turns(
+    tenant, system_actor
+) -> None:
+    """The question's words are spread over the trip's turns: read as one document, that
+    session matches; the work session shares only "lake" with it."""
+    _sessions(tenant, system_actor, TRIP_AND_WORK)
+    gathered = search.recall_gather(tenant=tenant, query=recall_query({"query": TRIP_QUESTION}))
+    assert gathered.sessions == {"trip": 1.0, "work": 0.0}
+    hits = recall_search(tenant=tenant, query=recall_query({"query": TRIP_QUESTION, "k": 8})).hits
+    same = [h for h in hits if h.fact.content == "Jon said it was great"]
+    assert [h.fact.session_id for h in same] == ["trip", "work"]
+    assert same[0].factors["session"] > 0 and same[1].factors["session"] == 0
+
+
+def test_another_tenants_session_of_the_same_name_does_not_count(
+    tenant, other_tenant, system_actor
+) -> None:
+    _sessions(tenant, system_actor, TRIP_AND_WORK)
+    before = search.recall_gather(tenant=tenant, query=recall_query({"query": TRIP_QUESTION}))
+    # The outsider's "work" session holds every word of the question, many times over.
+    _sessions(other_tenant, system_actor, {"work": [TRIP_QUESTION.rstrip("?")] * 6})
+    after = search.recall_gather(tenant=tenant, query=recall_query({"query": TRIP_QUESTION}))
+    assert after.sessions == before.sessions == {"trip": 1.0, "work": 0.0}
+    # And the outsider, asking the same, sees only its own session.
+    theirs = search.recall_gather(tenant=other_tenant, query=recall_query({"query": TRIP_QUESTION}))
+    assert theirs.sessions is not None and set(theirs.sessions) == {"work"}
+    assert {c.session_id for c in theirs.candidates.values()} == {"work"}
+
+
+def test_a_session_is_read_only_up_to_its_first_turns(tenant, system_actor, monkeypatch) -> None:
+    """The work per query is bounded: past SESSION_PRIOR_TURNS a session's later turns are not
+    read. The question's words are in the trip's later turns only: read whole, the trip
+    matches; read to its first turn, neither session does, and neither is preferred."""
+    _sessions(tenant, system_actor, TRIP_AND_WORK)
+    query = recall_query({"query": "frozen skis"})
+    assert search.recall_gather(tenant=tenant, query=query).sessions == {"trip": 1.0, "work": 0.0}
+    monkeypatch.setattr(search, "SESSION_PRIOR_TURNS", 1)
+    assert search.recall_gather(tenant=tenant, query=query).sessions == {"trip": 1.0, "work": 1.0}
+    monkeypatch.setattr(search, "SESSION_PRIOR_TURNS", 0)
+    assert search.recall_gather(tenant=tenant, query=query).sessions is None
