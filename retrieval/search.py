@@ -43,7 +43,7 @@ SPEAKER_BONUS = 0.05
 # as one document match by BM25 (idf over the sessions read): the SESSION_PRIOR_SESSIONS
 # sessions with the best candidates, each read up to its first SESSION_PRIOR_TURNS turns.
 SESSION_TEXT = True
-SESSION_PRIOR_SESSIONS, SESSION_PRIOR_TURNS = 32, 256
+SESSION_PRIOR_SESSIONS, SESSION_PRIOR_TURNS = 32, 128
 ENTITY_GATED = True
 # The query's vector without its language (retrieval.language): questions find memories
 # written in the other language.
