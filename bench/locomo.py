@@ -41,7 +41,7 @@ GRID = {
 }
 VEC_WEIGHT = 0.5
 # The product's defaults as a grid point (tenant weights fts 0.3 / vec 0.5; retrieval.search).
-DEFAULT_POINT = (0.3, 0.45, 0.15, 0.05)
+DEFAULT_POINT = (0.3, 0.45, 0.15, 0.1)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
