@@ -105,3 +105,26 @@ def test_the_applications_sessions_compile_no_statement() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SHOW jit")
         assert cursor.fetchone()[0] == "off"
+
+
+def _pending_list_limit(index: str) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT option_value FROM pg_class c, pg_options_to_table(c.reloptions) "
+            "WHERE c.relname = %s AND option_name = 'gin_pending_list_limit'",
+            [index],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def test_full_text_indexes_keep_a_short_pending_list(tenant, system_actor) -> None:
+    """Every GIN search reads the index's whole pending list: the shared full-text index and a
+    tenant's own keep theirs to 256 kB (PostgreSQL's default, 4 MB, made recall after a large
+    import five times slower until a vacuum)."""
+    assert _pending_list_limit("fact_search_vector") == "256"
+    for text in OURS:
+        fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({"content": text}))
+    facts_embed_batch(tenant=tenant)
+    tenant_indexes_sync(threshold=2)
+    assert _pending_list_limit(search_index_name(tenant.pk)) == "256"
