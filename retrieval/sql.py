@@ -60,6 +60,10 @@ FactColumns = tuple[str, str, int | None, str, float, datetime, bool]
 Candidate = tuple[int, float, FactColumns]  # (id, channel score, FACT_COLUMNS)
 
 
+# The columns Filters reads that FACT_COLUMNS does not hold.
+_FILTERED = "f.status, f.scope, f.category"
+
+
 def _columns(alias: str, *, table: bool = False) -> str:
     """The columns as selected from the fact table itself (`table`) or from a query that
     already selected them."""
@@ -305,16 +309,18 @@ def vector_candidates(
             f"SELECT id, 1 - distance, {', '.join(FACT_COLUMNS)} FROM ("  # noqa: S608 - the cast is an int, clauses are ours
             f"SELECT v.fact_id AS id, v.embedding::{cast} <=> %s::{cast} AS distance, "
             f"{_columns('f')} FROM facts_factvector v "
-            # Each vector's fact is looked up by its id (OFFSET 0 keeps the lookup a lookup): a
-            # join on (tenant_id, id) was, on tables not yet analysed, a nested loop that read
-            # the whole tenant once per vector. The vector is the tenant's (v.tenant_id), its
-            # fact the same tenant's (same-tenant key), and row-level security stands behind.
-            f"CROSS JOIN LATERAL (SELECT {_columns('f', table=True)} FROM facts_fact f "
-            f"WHERE f.id = v.fact_id AND {where} OFFSET 0) f "
-            "WHERE v.tenant_id = %s AND v.model = %s "
+            # Each vector's fact is looked up by its id alone (OFFSET 0 keeps the lookup a
+            # lookup) and the filters apply to what it found: a join on (tenant_id, id) and then
+            # a lookup that carried the filters were, on tables not yet analysed, read through
+            # an index that matched the filters, the whole tenant once per vector. The vector is
+            # the tenant's (v.tenant_id), its fact the same tenant's (same-tenant key), and
+            # row-level security stands behind.
+            f"CROSS JOIN LATERAL (SELECT {_columns('f', table=True)}, {_FILTERED} "
+            "FROM facts_fact f WHERE f.id = v.fact_id OFFSET 0) f "
+            f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
             f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
             ") nearest ORDER BY distance",
-            [literal, *params, tenant_id, model, literal, limit],
+            [literal, tenant_id, model, *params, literal, limit],
         )
         return _candidates(cursor.fetchall())
 
@@ -344,13 +350,14 @@ def vector_neighbours_of(
             f"SELECT s.fact_id, n.id, n.score FROM facts_factvector s CROSS JOIN LATERAL ("  # noqa: S608 - the cast is an int, clauses are ours
             f"SELECT v.fact_id AS id, 1 - (v.embedding::{cast} <=> s.embedding::{cast}) AS score "
             "FROM facts_factvector v "
-            # Each vector's fact looked up by its id, as in vector_candidates.
-            f"CROSS JOIN LATERAL (SELECT 1 FROM facts_fact f WHERE f.id = v.fact_id AND {where} "
-            "OFFSET 0) f WHERE v.tenant_id = %s AND v.model = %s "
+            # Each vector's fact looked up by its id alone, as in vector_candidates.
+            f"CROSS JOIN LATERAL (SELECT f.kind, f.trust_score, {_FILTERED} FROM facts_fact f "
+            "WHERE f.id = v.fact_id OFFSET 0) f "
+            f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
             f"ORDER BY v.embedding::{cast} <=> s.embedding::{cast} LIMIT %s) n "
             "WHERE s.tenant_id = %s AND s.model = %s AND s.fact_id = ANY(%s) "
             "AND n.id <> s.fact_id AND n.score >= %s ORDER BY s.fact_id, n.score DESC",
-            [*params, tenant_id, model, limit + 1, tenant_id, model, list(fact_ids), min_score],
+            [tenant_id, model, *params, limit + 1, tenant_id, model, list(fact_ids), min_score],
         )
         found: dict[int, list[tuple[int, float]]] = {}
         for source, fact_id, score in cursor.fetchall():
