@@ -36,12 +36,12 @@ from bench.harness import bench_database, progress, vector_cache, write_json
 GRID = {
     "fts": (0.2, 0.3, 0.4, 0.5, 0.6),
     "neighbour": (0.15, 0.3, 0.45, 0.6, 0.75),
-    "session": (0.0, 0.15, 0.3),
-    "speaker": (0.0, 0.05, 0.1),
+    "session": (0.0, 0.1, 0.2, 0.3),
+    "speaker": (0.0, 0.05, 0.1, 0.15, 0.2),
 }
 VEC_WEIGHT = 0.5
 # The product's defaults as a grid point (tenant weights fts 0.3 / vec 0.5; retrieval.search).
-DEFAULT_POINT = (0.3, 0.45, 0.15, 0.1)
+DEFAULT_POINT = (0.3, 0.45, 0.2, 0.15)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 

@@ -37,8 +37,8 @@ logger = logging.getLogger(__name__)
 CANDIDATES = 100
 # Conversation-aware scoring of turns (measured on LoCoMo dev; see README).
 NEIGHBOUR_SHARE = 0.45
-SESSION_SHARE = 0.15
-SPEAKER_BONUS = 0.1
+SESSION_SHARE = 0.2
+SPEAKER_BONUS = 0.15
 # A session matches as a whole when its three best turns do and (SESSION_TEXT) its turns read
 # as one document match by BM25 (idf over the sessions read): the SESSION_PRIOR_SESSIONS
 # sessions with the best candidates, each read up to its first SESSION_PRIOR_TURNS turns.
