@@ -2,14 +2,15 @@
 
 Both run inside the caller's tenant scope and transaction, with the facts locked. An archive
 writes the bundle first (fsynced) and then marks the facts; a purge first rewrites every bundle
-that holds one of the facts without it, then deletes the rows (their vectors, entity links,
-feedback and conflicts go with them), replaces the text in their audit events with
-"[purged]", and records a purge event that keeps that the fact existed, who purged it and why.
+that holds one of the facts without it (found by the bundles' indexes, not only the bundle a
+fact names), then deletes the rows (their vectors, entity links, feedback and conflicts go with
+them, and the entities no other fact names and nobody curated), replaces the text in their
+audit events with "[purged]", and records a purge event that keeps that the fact existed, who
+purged it and why. Purges of one tenant rewrite its bundles one at a time.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -19,8 +20,16 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from facts.bundles import BundleRecord, bundle_open, bundle_paths, bundle_remove, bundle_write
-from facts.models import EventAction, Fact, FactEvent, Status
+from facts.bundles import (
+    BundleError,
+    BundleRecord,
+    bundle_index_ids,
+    bundle_open,
+    bundle_paths,
+    bundle_remove,
+    bundle_write,
+)
+from facts.models import Entity, EntityEvent, EventAction, Fact, FactEntity, FactEvent, Status
 from tenants.actors import Actor
 from tenants.models import Tenant
 
@@ -97,6 +106,29 @@ def facts_archive(
     return len(facts)
 
 
+MANIFEST_SUFFIX = ".manifest.json"
+
+
+def _bundles_holding(tenant: Tenant, ids: set[int]) -> dict[str, set[int]]:
+    """Every archive bundle of the tenant that holds any of `ids`, by its index alone. Not only
+    the bundle a fact names: a fact archived, restored and archived again is in two, and a run
+    that failed after writing its bundle left one its facts never named. A damaged bundle
+    stops the purge (BundleError names it): its text cannot be shown gone."""
+    root = archive_root(tenant)
+    holding: dict[str, set[int]] = {}
+    if not root.is_dir():
+        return holding
+    for manifest in sorted(root.glob("*" + MANIFEST_SUFFIX)):
+        name = manifest.name[: -len(MANIFEST_SUFFIX)]
+        try:
+            found = ids & set(bundle_index_ids(root / name, "fact"))
+        except BundleError as error:
+            raise BundleError(f"archive bundle {name}: {error}", error.record) from None
+        if found:
+            holding[name] = found
+    return holding
+
+
 def _bundles_forget(tenant: Tenant, by_bundle: dict[str, set[int]]) -> None:
     """Rewrite each bundle without the given fact ids (removed when nothing is left)."""
     for name, ids in by_bundle.items():
@@ -123,13 +155,25 @@ def facts_purge(
     facts = list(facts)
     if not facts:
         return []
-    by_bundle: dict[str, set[int]] = defaultdict(set)
-    for fact in facts:
-        if fact.archive_bundle:
-            by_bundle[fact.archive_bundle].add(fact.pk)
-    _bundles_forget(tenant, by_bundle)
     ids = [f.pk for f in facts]
+    with connection.cursor() as cursor:
+        # One bundle rewrite at a time per tenant: a manual purge and a retention run that
+        # rewrote the same bundle at once could each put back what the other took out.
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{tenant.pk}/bundles"]
+        )
+    _bundles_forget(tenant, _bundles_holding(tenant, set(ids)))
+    named = set(
+        FactEntity.objects.for_tenant(tenant)
+        .filter(fact_id__in=ids)
+        .values_list("entity_id", flat=True)
+    )
     Fact.objects.for_tenant(tenant).filter(pk__in=ids).delete()
+    # The entities only these facts named go too: their names are the facts' words. An entity
+    # that someone curated (it has history) stays.
+    Entity.objects.for_tenant(tenant).filter(pk__in=named).exclude(
+        pk__in=FactEntity.objects.for_tenant(tenant).values("entity_id")
+    ).exclude(pk__in=EntityEvent.objects.for_tenant(tenant).values("entity_id")).delete()
     with connection.cursor() as cursor:
         # The owner's function: the runtime role may not change the audit trail itself.
         cursor.execute("SELECT mnemosyne_factevent_redact(%s)", [ids])

@@ -294,6 +294,15 @@ class BundleReader:
         return [entry.id for entry in self.entries if entry.type == type]
 
 
+def bundle_index_ids(path: Path | str, type: str) -> list[Any]:
+    """The ids of a bundle's records of `type`, read from its manifest and index alone (checked
+    against the manifest; the data file is not read). BundleError when either is damaged."""
+    stem = bundle_stem(path)
+    _, index_path, manifest_path = bundle_paths(stem)
+    entries = _read_index(index_path, _read_manifest(manifest_path))
+    return [entry.id for entry in entries if entry.type == type]
+
+
 def bundle_open(path: Path | str) -> BundleReader:
     """Open and verify a bundle; raise BundleError naming the first bad record."""
     stem = bundle_stem(path)

@@ -358,13 +358,14 @@ def retention_sweep(*, now: datetime | None = None) -> list[tuple[int, int]]:
             todo += [(tenant.pk, pk) for pk in stale]
             if stale or runs.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists():
                 continue
-            hours = (
+            policy = (
                 RetentionPolicy.objects.for_tenant(tenant)
-                .values_list("run_every_hours", flat=True)
+                .values_list("run_every_hours", "legal_hold")
                 .first()
             )
-            if hours is None:
-                continue
+            if policy is None or policy[1]:
+                continue  # no policy, or held: no scheduled run while the hold lasts
+            hours = policy[0]
             last = (
                 runs.filter(trigger="schedule")
                 .order_by("-created_at")

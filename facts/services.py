@@ -39,6 +39,7 @@ from tenants.errors import InvalidInput, NotFound
 from tenants.jobs import job_send_coalesced
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
+from tenants.services import under_legal_hold
 
 TRUST_HELPFUL = 0.05
 # Rows per INSERT statement of a bulk write.
@@ -452,15 +453,20 @@ def fact_restore(*, tenant: Tenant, fact_id: int, actor: Actor) -> Fact:
     )
 
 
+@transaction.atomic
 def fact_purge(*, tenant: Tenant, fact_id: int, actor: Actor, reason: str) -> int:
     """Delete a fact for good (with its vectors, links and feedback, and out of its archive
     bundle). The audit keeps that it existed, who purged it and why, but not its text: the
     text in its earlier events becomes "[purged]". Returns the purged id (`reason` as
-    `facts.inputs.purge_reason` gives it)."""
+    `facts.inputs.purge_reason` gives it). Refused while the tenant is under legal hold."""
     from facts.archive import facts_purge
 
     with tenant_scope(tenant):
         fact = _locked_fact(tenant, fact_id)
+        if under_legal_hold(tenant):
+            raise InvalidInput(
+                "legal_hold", "the tenant is under legal hold: nothing is purged until it is lifted"
+            )
         return facts_purge(tenant=tenant, facts=[fact], actor=actor, reason=reason)[0]
 
 

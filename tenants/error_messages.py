@@ -20,6 +20,8 @@ from django.utils.translation import gettext_noop as _noop
 # Messages without values (listed so that makemessages keeps them in the catalogue).
 PLAIN: tuple[str, ...] = (
     _noop("a purge needs a reason for the audit trail"),
+    _noop("the tenant is under legal hold: lift the hold before deleting it"),
+    _noop("the tenant is under legal hold: nothing is purged until it is lifted"),
     _noop("a revoked or expired key cannot be rotated"),
     _noop("a turn belongs to a session"),
     _noop("an entity cannot be merged into itself"),

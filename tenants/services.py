@@ -301,14 +301,32 @@ def password_reset_token_make(
     return urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)
 
 
+def under_legal_hold(tenant: Tenant) -> bool:
+    """Whether the tenant's retention policy holds it. The policy row stays share-locked to the
+    end of the caller's transaction: a hold being set waits for the caller, and the caller does
+    not pass a hold set a moment before."""
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT legal_hold FROM tenants_retentionpolicy WHERE tenant_id = %s FOR SHARE",
+            [tenant.pk],
+        )
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
 @transaction.atomic
 def tenant_delete(*, tenant: Tenant, actor: Actor, confirm: str) -> TenantDeletion:
     """Delete a tenant and everything it holds, for good (superusers). `confirm` must be the
-    tenant's slug, typed. What remains is a TenantDeletion record: who, when, how much."""
+    tenant's slug, typed. What remains is a TenantDeletion record: who, when, how much. Refused
+    while the tenant is under legal hold."""
     from django.apps import apps
 
     if (confirm or "").strip() != tenant.slug:
         raise InvalidInput("confirm", f"type the tenant's short name, {tenant.slug}, to delete it")
+    if under_legal_hold(tenant):
+        raise InvalidInput(
+            "legal_hold", "the tenant is under legal hold: lift the hold before deleting it"
+        )
     locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
     counts: dict[str, int] = {}
     with tenant_scope(locked):

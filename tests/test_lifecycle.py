@@ -115,6 +115,33 @@ def test_pin_puts_a_fact_first_in_the_known_facts_and_lists(tenant, owner_actor)
     assert not unpinned.pinned and unpinned.importance < 1
 
 
+def test_importance_and_pins_leave_recalls_order_alone(tenant, owner_actor) -> None:
+    from retrieval.inputs import recall_query
+    from retrieval.search import recall_search
+
+    facts = [
+        add(tenant, owner_actor, text)
+        for text in (
+            "The release train leaves every Tuesday",
+            "The release notes live in the wiki",
+            "Tuesday lunch is at the canteen",
+        )
+    ]
+
+    def order() -> list[int]:
+        query = recall_query({"query": "when does the release train leave on Tuesday"})
+        return [hit.fact.pk for hit in recall_search(tenant=tenant, query=query).hits]
+
+    before = order()
+    assert set(before) == {f.pk for f in facts}
+    last = before[-1]
+    services.fact_update(
+        tenant=tenant, fact_id=last, actor=owner_actor, changes=fact_changes({"pinned": True})
+    )
+    assert fresh(tenant, Fact(pk=last)).importance == 1.0  # trust, which recall reads, as it was
+    assert order() == before
+
+
 def test_pin_through_the_api_the_tools_and_the_fact_page(world, owner, auditor) -> None:
     from mcp_server.tools import Binding, tool_call
     from tenants.actors import Actor
@@ -290,6 +317,81 @@ def test_legal_hold_touches_nothing(tenant, owner_actor, archives) -> None:
         )
     run_now(tenant, owner_actor)
     assert fresh(tenant, fact).status == Status.ARCHIVED  # not purged either
+
+
+def test_a_fact_archived_twice_is_purged_from_both_bundles(tenant, owner_actor, archives) -> None:
+    fact = add(tenant, owner_actor, "The vault code is ZEBRA-4411", trust=0.1)
+    retention_policy_update(
+        tenant=tenant,
+        actor=owner_actor,
+        changes=retention_changes({"archive_below_trust": 0.3, "purge_archived_after_days": 30}),
+    )
+    first = run_now(tenant, owner_actor)
+    services.fact_restore(tenant=tenant, fact_id=fact.pk, actor=owner_actor)
+    second = run_now(tenant, owner_actor)  # archived again, into the second run's bundle
+    assert first.counts["low_trust"] == second.counts["low_trust"] == 1
+    assert len(list(archives.rglob("*.manifest.json"))) == 2
+    with tenant_scope(tenant):
+        Fact.objects.for_tenant(tenant).filter(pk=fact.pk).update(
+            archived_at=timezone.now() - timedelta(days=31)
+        )
+    assert run_now(tenant, owner_actor).counts["purged"] == 1
+    _nowhere(tenant, "ZEBRA-4411", archives)
+    assert not any(archives.rglob("*.manifest.json"))  # both bundles held only it
+
+
+def test_a_purge_takes_the_text_out_of_a_bundle_no_fact_names(
+    tenant, owner_actor, archives
+) -> None:
+    """A run that failed after writing its bundle leaves one that its facts never came to name."""
+    from facts.archive import archive_stem, fact_body
+    from facts.bundles import BundleRecord, bundle_write
+
+    fact = add(tenant, owner_actor, "Peggy's badge number is 88-1234")
+    other = add(tenant, owner_actor, "Victor's desk is on floor 3")
+    stem = archive_stem(tenant, "run9-00000")
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    bundle_write(
+        stem=stem,
+        records=[
+            BundleRecord("fact", f.pk, fact_body(fresh(tenant, f)), {}) for f in (fact, other)
+        ],
+        tenant=tenant.slug,
+        purpose="archive",
+    )
+    assert fresh(tenant, fact).archive_bundle == ""
+    services.fact_purge(tenant=tenant, fact_id=fact.pk, actor=owner_actor, reason="asked to")
+    _nowhere(tenant, "88-1234", archives)
+    assert bundle_open(stem).ids("fact") == [other.pk]
+
+
+def test_legal_hold_refuses_a_purge_by_hand_and_the_tenants_deletion(
+    world, owner, system_actor, archives
+) -> None:
+    from tenants.errors import InvalidInput
+    from tenants.services import tenant_delete
+
+    retention_policy_update(
+        tenant=world.tenant, actor=_actor(owner), changes=retention_changes({"legal_hold": True})
+    )
+    url = f"{BASE}/facts/{world.fact.pk}/purge"
+    refused = signed_in(owner).post(url, {"reason": "asked to"}, format="json")
+    assert refused.status_code == 400 and "legal hold" in json.dumps(refused.json())
+    page = Client()
+    page.force_login(owner)
+    shown = page.post(f"/t/acme/facts/{world.fact.pk}/purge", {"reason": "asked to"})
+    assert shown.status_code == 400 and "legal hold" in shown.content.decode()
+    with pytest.raises(InvalidInput, match="legal hold"):
+        tenant_delete(tenant=world.tenant, actor=system_actor, confirm="acme")
+    assert fresh(world.tenant, world.fact).status == Status.ACTIVE
+    # No scheduled run is started while the hold lasts (the page says "held").
+    assert all(t != world.tenant.pk for t, _ in retention_sweep())
+    retention_policy_update(
+        tenant=world.tenant, actor=_actor(owner), changes=retention_changes({"legal_hold": False})
+    )
+    assert signed_in(owner).post(url, {"reason": "asked to"}, format="json").status_code == 200
+    assert fresh(world.tenant, world.fact) is None
+    assert [t for t, _ in retention_sweep() if t == world.tenant.pk] == [world.tenant.pk]
 
 
 def test_the_cap_archives_the_least_important_first(tenant, owner_actor, archives) -> None:
