@@ -15,7 +15,7 @@ from typing import Any
 
 from django.contrib.postgres.search import SearchVector
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, TextField, Value
+from django.db.models import F, Q, TextField, Value
 from django.db.models.expressions import CombinedExpression
 from django.utils import timezone
 
@@ -514,11 +514,15 @@ def fact_feedback(*, tenant: Tenant, fact_id: int, helpful: bool, actor: Actor) 
 
 
 def fact_record_retrievals(*, tenant: Tenant, fact_ids: list[int], at: datetime) -> int:
-    """Count that these facts were shown to an agent. Not audited: reading is not a change."""
+    """Count that these facts were shown to an agent at `at`. Not audited: reading is not a
+    change. Safe to run twice: a fact already marked retrieved at `at` or later is not counted
+    again (a message delivered again after its worker died; one that arrives after a later one
+    goes uncounted too, so the count is at most the truth)."""
     with tenant_scope(tenant):
         count: int = (
             Fact.objects.for_tenant(tenant)
             .filter(pk__in=fact_ids)
+            .filter(Q(last_retrieved_at__isnull=True) | Q(last_retrieved_at__lt=at))
             .update(retrieval_count=F("retrieval_count") + 1, last_retrieved_at=at)
         )
     return count

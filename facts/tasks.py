@@ -28,12 +28,15 @@ from tenants.models import Tenant
 # A worker runs one task at a time: a check that ran through 1,200 facts (44 s beside the
 # embedding) kept the new facts queued behind it waiting for their vectors.
 CHECK_TASK_S = 3.0
+# What a task retries with backoff: the broker or the database gone for a moment (a restart, a
+# failover). Anything else is a bug or bad data, and retrying it would only repeat it.
+TRANSIENT = (ConnectionError, TimeoutError, OperationalError, InterfaceError)
 
 
 @shared_task(
     name="facts.tasks.facts_embed_pending",
     ignore_result=True,
-    autoretry_for=(ConnectionError, TimeoutError),
+    autoretry_for=TRANSIENT,
     retry_backoff=True,
     max_retries=5,
 )
@@ -62,21 +65,37 @@ def facts_embed_sweep() -> int:
     return len(tenant_ids)
 
 
-@shared_task(name="facts.tasks.facts_record_retrievals", ignore_result=True)
+@shared_task(
+    name="facts.tasks.facts_record_retrievals",
+    ignore_result=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=True,
+    max_retries=5,
+)
 @tenant_task()
 def facts_record_retrievals(tenant: Tenant, fact_ids: list[int], at: str) -> int:
+    """Count one retrieval of each fact at `at` (a message delivered twice counts once)."""
     return fact_record_retrievals(tenant=tenant, fact_ids=fact_ids, at=datetime.fromisoformat(at))
 
 
 # -- entities: re-linking after the dictionary or the extractor changed ----------------------
 
 
-@shared_task(name="facts.tasks.entities_relink", ignore_result=True)
+@shared_task(
+    name="facts.tasks.entities_relink",
+    ignore_result=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=True,
+    max_retries=8,
+)
 @tenant_task()
 def entities_relink(tenant: Tenant, job_id: int) -> int:
-    """Work on a relink job for up to four minutes; re-queue itself until it is done."""
+    """Work on a relink job for up to four minutes; re-queue itself until it is done. A
+    database outage retries with backoff (each committed batch stays done)."""
     try:
         job = relink_run(tenant=tenant, job_id=job_id)
+    except TRANSIENT:
+        raise
     except Exception as error:  # recorded for the admin to see; the sweep does not retry it
         relink_fail(tenant=tenant, job_id=job_id, error=f"{type(error).__name__}: {error}")
         raise
@@ -100,7 +119,7 @@ def entities_relink_sweep() -> int:
 @shared_task(
     name="facts.tasks.facts_check_conflicts",
     ignore_result=True,
-    autoretry_for=(ConnectionError, TimeoutError),
+    autoretry_for=TRANSIENT,
     retry_backoff=True,
     max_retries=5,
 )
@@ -135,7 +154,7 @@ def facts_conflicts_sweep() -> int:
 @shared_task(
     name="facts.tasks.facts_importance_recompute",
     ignore_result=True,
-    autoretry_for=(ConnectionError, TimeoutError, OperationalError),
+    autoretry_for=TRANSIENT,
     retry_backoff=True,
     max_retries=5,
     soft_time_limit=120,
@@ -162,7 +181,7 @@ def facts_importance_sweep() -> int:
 @shared_task(
     name="facts.tasks.retention_run",
     ignore_result=True,
-    autoretry_for=(ConnectionError, TimeoutError, OperationalError, InterfaceError),
+    autoretry_for=TRANSIENT,
     retry_backoff=5,
     retry_backoff_max=300,
     max_retries=8,
@@ -176,7 +195,7 @@ def retention_run(tenant: Tenant, run_id: int) -> int:
     marks the run failed, for the admin to see."""
     try:
         run = retention_run_execute(tenant=tenant, run_id=run_id)
-    except (ConnectionError, TimeoutError, OperationalError, InterfaceError):
+    except TRANSIENT:
         raise
     except SoftTimeLimitExceeded:
         return 0  # the batch in hand rolled back; the sweep resends the run when its lease ends
@@ -203,7 +222,7 @@ def retention_sweep() -> int:
 @shared_task(
     name="facts.tasks.facts_stats_fold",
     ignore_result=True,
-    autoretry_for=(OperationalError, InterfaceError),
+    autoretry_for=TRANSIENT,
     retry_backoff=True,
     max_retries=5,
     soft_time_limit=120,

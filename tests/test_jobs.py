@@ -69,3 +69,47 @@ def test_a_job_sent_by_name_runs_its_task(tenant, system_actor) -> None:
         current_app.conf.task_always_eager = False
     with tenant_scope(tenant):
         assert Fact.objects.for_tenant(tenant).get(pk=fact.pk).retrieval_count == 1
+
+
+def test_every_task_of_one_tenant_retries_a_database_outage() -> None:
+    """A restart or failover of PostgreSQL surfaces as Django's OperationalError or
+    InterfaceError, neither of which is a ConnectionError: each is retried with backoff."""
+    from django.db import InterfaceError, OperationalError
+
+    tenant_tasks = [
+        task
+        for name, task in current_app.tasks.items()
+        if name.startswith("facts.tasks.") and not name.endswith("_sweep")
+    ]
+    assert len(tenant_tasks) >= 7
+    for task in tenant_tasks:
+        retried = tuple(getattr(task, "autoretry_for", ()))
+        for error in (OperationalError, InterfaceError, ConnectionError):
+            assert any(issubclass(error, kind) for kind in retried), (task.name, error)
+        assert task.max_retries and task.retry_backoff, task.name
+
+
+@pytest.mark.django_db
+def test_an_embedding_task_that_lost_its_database_runs_again(
+    tenant, system_actor, monkeypatch
+) -> None:
+    from django.db import OperationalError
+
+    import facts.tasks
+
+    fact = fact_add(
+        tenant=tenant, draft=fact_draft({"content": "Backups run at two"}), actor=system_actor
+    ).fact
+    real, calls = facts.tasks.facts_embed_batch, []
+
+    def flaky(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(**kwargs)
+
+    monkeypatch.setattr(facts.tasks, "facts_embed_batch", flaky)
+    facts_embed_pending.apply(args=(tenant.pk,))
+    with tenant_scope(tenant):
+        assert Fact.objects.for_tenant(tenant).get(pk=fact.pk).embedding_model
+    assert len(calls) >= 2
