@@ -14,12 +14,13 @@ and, when the fact has one, its vector of the model the exporting deployment ser
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -132,6 +133,19 @@ def _export_records(
         progress(done, total)
 
 
+@contextmanager
+def _one_snapshot() -> Iterator[None]:
+    """A transaction that reads one snapshot from its first query to its end (REPEATABLE READ),
+    when it is the outermost; inside a caller's transaction, the caller's."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ WRITE")
+        yield
+
+
 def tenant_export(
     *,
     tenant: Tenant,
@@ -142,9 +156,10 @@ def tenant_export(
     progress: Progress = _quiet,
 ) -> ExportSummary:
     """Write the tenant's facts (under `scope`, changed since `since`) into a bundle at `out`
-    (a stem: out.dat, out.idx, out.manifest.json). One consistent snapshot; audited."""
+    (a stem: out.dat, out.idx, out.manifest.json). One consistent snapshot (a fact changed while
+    it reads, in chunks, is exported as it was when the export began); audited."""
     model = configured_embedder().name
-    with tenant_scope(tenant):
+    with _one_snapshot(), tenant_scope(tenant):
         facts = _facts_query(tenant, scope, since)
         manifest = bundle_write(
             stem=out,

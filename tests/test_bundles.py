@@ -297,3 +297,46 @@ def test_the_facts_page_exports_and_imports_a_bundle(world, owner, auditor) -> N
     reader.force_login(auditor)
     assert reader.get("/t/acme/facts/export-bundle").status_code == 200
     assert reader.post("/t/acme/facts/import-bundle").status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_reads_one_snapshot_while_facts_change(
+    tenant, owner_actor, tmp_path, monkeypatch
+) -> None:
+    """Read in chunks, an export still sees the tenant as it was when it began: a fact that
+    another connection changes between two chunks is exported as it was."""
+    from django.db import connections
+
+    import facts.transfer
+
+    facts_ = [
+        services.fact_add(
+            tenant=tenant, actor=owner_actor, draft=fact_draft({"content": f"Runbook step {i}"})
+        ).fact
+        for i in range(4)
+    ]
+    monkeypatch.setattr(facts.transfer, "CHUNK", 2)
+    other = connections.create_connection("default")
+
+    def meanwhile(done: int, total: int) -> None:
+        if done == 2:  # between the chunks: another session changes the tenant and commits
+            with other.cursor() as cursor:
+                cursor.execute("SELECT set_config('app.tenant_id', %s, false)", [str(tenant.pk)])
+                cursor.execute(
+                    "UPDATE facts_fact SET content = 'Runbook step rewritten' WHERE id = %s",
+                    [facts_[3].pk],
+                )
+
+    try:
+        summary = tenant_export(
+            tenant=tenant, out=tmp_path / "snap", actor=ACTOR, progress=meanwhile
+        )
+    finally:
+        other.close()
+    texts = [r.body["content"] for r in bundle_open(tmp_path / "snap").records(["fact"])]
+    assert summary.counts["fact"] == 4
+    assert texts == [f"Runbook step {i}" for i in range(4)]
+    with tenant_scope(tenant):
+        assert Fact.objects.for_tenant(tenant).get(pk=facts_[3].pk).content == (
+            "Runbook step rewritten"
+        )
