@@ -461,6 +461,36 @@ def test_the_retention_page_runs_dry_and_now(world, owner, auditor, outsider, ar
         assert not RetentionRun.objects.for_tenant(world.other).exists()
 
 
+def test_the_retention_page_shows_the_last_run_and_the_next(world, owner, archives) -> None:
+    import re
+
+    client = Client()
+    client.force_login(owner)
+
+    def shown() -> tuple[str, str]:
+        text = client.get("/t/acme/retention/").content.decode()
+        last = re.search(r'id="retention-last">([^<]*)<', text).group(1)
+        upcoming = re.search(r'id="retention-next">([^<]*)<', text).group(1)
+        return last.strip(), upcoming.strip()
+
+    assert shown()[0] == "never"
+    retention_policy_update(
+        tenant=world.tenant, actor=_actor(owner), changes=retention_changes({"run_every_hours": 6})
+    )
+    [(tenant_id, run_id)] = [(t, r) for t, r in retention_sweep() if t == world.tenant.pk]
+    retention_run_execute(tenant=world.tenant, run_id=run_id)
+    with tenant_scope(world.tenant):
+        run = RetentionRun.objects.for_tenant(world.tenant).get(pk=run_id)
+    local = timezone.localtime
+    last, upcoming = shown()
+    assert last == f"{local(run.created_at):%Y-%m-%d %H:%M} (done)"
+    assert upcoming == f"{local(run.created_at + timedelta(hours=6)):%Y-%m-%d %H:%M}"
+    retention_policy_update(
+        tenant=world.tenant, actor=_actor(owner), changes=retention_changes({"legal_hold": True})
+    )
+    assert shown()[1] == "held (legal hold)"
+
+
 def _actor(user):
     from tenants.actors import Actor
 
