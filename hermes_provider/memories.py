@@ -1,7 +1,8 @@
 """Bringing along what a Hermes profile already remembers: `mnemosyne hermes import`, and the
 offer `mnemosyne hermes install` makes.
 
-The profile's holographic `memory_store.db` and Hermes' built-in `memories/MEMORY.md` and
+The profile's holographic store (`memory_store.db`, or wherever the profile's config.yaml puts it:
+`plugins.hermes-memory-store.db_path`) and Hermes' built-in `memories/MEMORY.md` and
 `memories/USER.md` are counted here and sent to the server (`/api/v1/agent/profile-import`),
 which imports them into the key's tenant (facts.importers: trust, tags, counts and entities come
 along; importing twice adds nothing). No Django and no database on this side.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack, closing
 from pathlib import Path
@@ -32,10 +34,50 @@ class ImportFailed(Exception):
     """The memories did not come along; the message says why."""
 
 
+def holographic_store(hermes_home: Path) -> Path:
+    """Where the profile's holographic provider keeps its store, as the provider finds it:
+    `plugins.hermes-memory-store.db_path` in the profile's config.yaml ($HERMES_HOME and ~
+    expanded), else $HERMES_HOME/memory_store.db."""
+    default = hermes_home / FILES["memory_store"]
+    config = hermes_home / "config.yaml"
+    if not config.is_file():
+        return default
+    try:
+        from ruamel.yaml import YAML
+
+        raw = YAML(typ="safe").load(config.read_text(encoding="utf-8"))
+    except Exception:  # an unreadable config: the provider would not start on it either
+        return default
+    plugins = raw.get("plugins") if isinstance(raw, dict) else None
+    section = plugins.get("hermes-memory-store") if isinstance(plugins, dict) else None
+    value = section.get("db_path") if isinstance(section, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        return default
+    home = str(hermes_home)
+    path = Path(value.replace("${HERMES_HOME}", home).replace("$HERMES_HOME", home)).expanduser()
+    return path if path.is_absolute() else hermes_home / path
+
+
+def store_snapshot(store: Path, folder: Path) -> Path:
+    """A copy of the store in `folder` made by SQLite's backup, so that what Hermes wrote and
+    has not yet moved out of the write-ahead log (`-wal`) comes along too; the store itself as
+    it is when SQLite cannot read it (the server then says what is wrong with it)."""
+    copy = folder / FILES["memory_store"]
+    try:
+        with (
+            closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as source,
+            closing(sqlite3.connect(copy)) as target,
+        ):
+            source.backup(target)
+    except sqlite3.Error:
+        return store
+    return copy
+
+
 def profile_memories(hermes_home: Path) -> dict[str, int]:
     """Entries per file the profile holds, e.g. {"memory_store.db": 3, "MEMORY.md": 2}."""
     found: dict[str, int] = {}
-    store = hermes_home / FILES["memory_store"]
+    store = holographic_store(hermes_home)
     if store.is_file():
         try:
             with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as db:
@@ -62,10 +104,15 @@ def profile_import(
     client = AgentClient(url, api_key, ca_file=ca_file, timeout=IMPORT_TIMEOUT_S)
     try:
         with ExitStack() as files:
+            paths = {field: hermes_home / name for field, name in FILES.items()}
+            paths["memory_store"] = holographic_store(hermes_home)
+            if paths["memory_store"].is_file():
+                folder = Path(files.enter_context(tempfile.TemporaryDirectory()))
+                paths["memory_store"] = store_snapshot(paths["memory_store"], folder)
             upload = {
-                field: (Path(name).name, files.enter_context((hermes_home / name).open("rb")))
-                for field, name in FILES.items()
-                if (hermes_home / name).is_file()
+                field: (Path(FILES[field]).name, files.enter_context(path.open("rb")))
+                for field, path in paths.items()
+                if path.is_file()
             }
             if not upload:
                 raise ImportFailed(f"{hermes_home} holds no memories to import")

@@ -189,3 +189,37 @@ def test_the_import_endpoint_refuses_what_is_not_a_store_and_a_read_key(
     assert odd.status_code == 400 and odd.json()["field"] == "photo"
     with tenant_scope(tenant):
         assert not Fact.objects.for_tenant(tenant).exists()
+
+
+def test_a_store_the_config_puts_elsewhere_comes_along_with_its_unflushed_writes(
+    tenant, tmp_path
+) -> None:
+    """The profile's config.yaml may put the holographic store anywhere (`db_path`, with
+    $HERMES_HOME); and facts still in SQLite's write-ahead log, while Hermes runs, count too."""
+    from plugins.memory.holographic import HolographicMemoryProvider
+
+    from hermes_provider.memories import holographic_store, profile_memories, store_snapshot
+
+    home = tmp_path / "hermes"
+    (home / "stores").mkdir(parents=True)
+    (home / "config.yaml").write_text(
+        "plugins:\n  hermes-memory-store:\n    db_path: $HERMES_HOME/stores/team.db\n",
+        encoding="utf-8",
+    )
+    assert holographic_store(home) == home / "stores" / "team.db"
+    provider = HolographicMemoryProvider(config={"db_path": str(home / "stores" / "team.db")})
+    provider.initialize("s", hermes_home=str(home))
+    try:  # Hermes still running: its writes may sit in team.db-wal
+        for content in ("Deploys need two approvals", "The on-call phone is in drawer 3"):
+            provider.handle_tool_call("fact_store", {"action": "add", "content": content})
+        assert profile_memories(home) == {"team.db": 2}
+        copy = store_snapshot(holographic_store(home), tmp_path)
+        result = holographic_import(tenant=tenant, path=copy, actor=ACTOR)
+    finally:
+        provider.shutdown()
+    assert result.added == 2
+    with tenant_scope(tenant):
+        assert set(Fact.objects.for_tenant(tenant).values_list("content", flat=True)) == {
+            "Deploys need two approvals",
+            "The on-call phone is in drawer 3",
+        }
