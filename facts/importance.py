@@ -12,14 +12,22 @@ The context's "Known facts" level and the admin's fact lists read facts in this 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db.models import FloatField
+from django.db.models import (
+    DateTimeField,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Q,
+    Value,
+)
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from facts.models import Fact, Status
-from tenants.models import Tenant
+from tenants.models import RetentionPolicy, Tenant
 from tenants.scope import tenant_scope
 
 RECENCY_HALF_LIFE_DAYS = 30
@@ -63,3 +71,41 @@ def importance_recompute(*, tenant: Tenant, fact_ids: list[int] | None = None) -
             .exclude(importance=importance_expression(now))
             .update(importance=importance_expression(now))
         )
+
+
+def _due(now: datetime) -> Q:
+    """Policies whose importance interval has passed since their last recompute."""
+    interval = ExpressionWrapper(
+        F("importance_every_hours") * Value(timedelta(hours=1)), output_field=DurationField()
+    )
+    latest = ExpressionWrapper(Value(now) - interval, output_field=DateTimeField())
+    return Q(importance_recomputed_at__isnull=True) | Q(importance_recomputed_at__lte=latest)
+
+
+def importance_due(*, now: datetime | None = None) -> list[int]:
+    """Beat's check: the tenants whose importance interval (`importance_every_hours` of their
+    policy, 1 hour by default) has passed since their last recompute. Each tenant is looked at
+    in its own scope (the runtime role sees one tenant at a time)."""
+    now = now or timezone.now()
+    due = []
+    for tenant in Tenant.objects.order_by("pk"):
+        with tenant_scope(tenant):
+            if RetentionPolicy.objects.for_tenant(tenant).filter(_due(now)).exists():
+                due.append(tenant.pk)
+    return due
+
+
+def importance_recompute_due(*, tenant: Tenant, now: datetime | None = None) -> int | None:
+    """The scheduled recompute: claim the round (a conditional update of the policy's
+    `importance_recomputed_at`, so two workers never both do it and a message delivered twice
+    finds nothing to do), then recompute, in one transaction. None when it was not due."""
+    now = now or timezone.now()
+    with tenant_scope(tenant):
+        claimed = (
+            RetentionPolicy.objects.for_tenant(tenant)
+            .filter(_due(now))
+            .update(importance_recomputed_at=now)
+        )
+        if not claimed:
+            return None
+        return importance_recompute(tenant=tenant)

@@ -389,6 +389,7 @@ class RetentionSchedule:
     last: RetentionRun | None  # the last real (not dry) run
     next_at: datetime | None  # when beat starts the next scheduled run
     open: RetentionRun | None  # queued or running now
+    importance_next_at: datetime | None = None  # when beat recomputes importance next
 
 
 def retention_schedule(*, tenant: Tenant, limit: int = 20) -> RetentionSchedule:
@@ -407,5 +408,11 @@ def retention_schedule(*, tenant: Tenant, limit: int = 20) -> RetentionSchedule:
         next_at = timezone.now()  # the next sweep (within a minute)
     else:
         next_at = last_scheduled.created_at + timedelta(hours=policy.run_every_hours)
+    recomputed = policy.importance_recomputed_at
+    importance_next_at = (
+        timezone.now()  # the next sweep
+        if recomputed is None
+        else recomputed + timedelta(hours=policy.importance_every_hours)
+    )
     return RetentionSchedule(runs=runs, last=real[0] if real else None, next_at=next_at,
-                             open=open_run)  # fmt: skip
+                             open=open_run, importance_next_at=importance_next_at)  # fmt: skip

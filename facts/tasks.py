@@ -13,7 +13,7 @@ from django.db import InterfaceError, OperationalError
 from facts.conflicts import CHECK_BATCH, conflicts_check_pending, tenants_with_unchecked_facts
 from facts.curation import relink_fail, relink_run, relink_sweep
 from facts.embedding import facts_embed_batch, tenants_with_pending_embeddings
-from facts.importance import importance_recompute
+from facts.importance import importance_due, importance_recompute_due
 from facts.models import RelinkStatus
 from facts.retention import retention_run_execute, retention_run_fail
 from facts.retention import retention_sweep as retention_sweep_due
@@ -162,14 +162,16 @@ def facts_conflicts_sweep() -> int:
 )
 @tenant_task()
 def facts_importance_recompute(tenant: Tenant) -> int:
-    """Recompute the importance of one tenant's active facts (one statement; safe to repeat)."""
-    return importance_recompute(tenant=tenant)
+    """Recompute the importance of one tenant's active facts when its interval has passed (one
+    claim and one statement; a second message for the same round does nothing)."""
+    return importance_recompute_due(tenant=tenant) or 0
 
 
 @shared_task(name="facts.tasks.facts_importance_sweep", ignore_result=True)
 def facts_importance_sweep() -> int:
-    """Beat: recompute every tenant's importance (recency moves with the clock)."""
-    tenant_ids = list(Tenant.objects.values_list("pk", flat=True))
+    """Beat: recompute the importance of every tenant whose interval has passed (recency moves
+    with the clock)."""
+    tenant_ids = importance_due()
     for tenant_id in tenant_ids:
         facts_importance_recompute.delay(tenant_id)
     return len(tenant_ids)

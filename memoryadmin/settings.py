@@ -343,11 +343,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 300},
     },
-    # Importance follows use and the clock (recency); feedback recomputes a fact at once.
+    # Importance follows use and the clock (recency): recomputed for each tenant whose
+    # policy's importance_every_hours has passed; feedback recomputes a fact at once.
     "importance-sweep": {
         "task": "facts.tasks.facts_importance_sweep",
-        "schedule": float(env_int("MNEMOSYNE_IMPORTANCE_SWEEP_SECONDS", 3600, minimum=1)),
-        "options": {"expires": 3600},
+        "schedule": float(env_int("MNEMOSYNE_IMPORTANCE_SWEEP_SECONDS", 300, minimum=1)),
+        "options": {"expires": 300},
     },
     # Starts each tenant's retention run when its policy's interval has passed; sends again
     # runs whose message was lost or whose worker died.

@@ -151,6 +151,9 @@ class RetentionOut(serializers.Serializer):
     purge_archived_after_days = serializers.IntegerField(allow_null=True)
     legal_hold = serializers.BooleanField(help_text="while set, nothing is archived or purged")
     run_every_hours = serializers.IntegerField(help_text="beat runs the policy this often")
+    importance_every_hours = serializers.IntegerField(
+        help_text="beat recomputes the facts' importance this often"
+    )
     updated_at = serializers.DateTimeField(allow_null=True)
 
 
@@ -183,6 +186,10 @@ class RetentionIn(StrictSerializer):
     run_every_hours = serializers.IntegerField(
         **retention_range("run_every_hours"), required=False,
         help_text="how often beat runs the policy (1 to 720 hours; default 24)",
+    )  # fmt: skip
+    importance_every_hours = serializers.IntegerField(
+        **retention_range("importance_every_hours"), required=False,
+        help_text="how often beat recomputes the facts' importance (1 to 720 hours; default 1)",
     )  # fmt: skip
 
 
@@ -501,6 +508,7 @@ _POLICY = {
     "purge_archived_after_days": 730,
     "legal_hold": False,
     "run_every_hours": 24,
+    "importance_every_hours": 1,
     "updated_at": "2026-12-02T09:30:00Z",
 }
 

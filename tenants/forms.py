@@ -132,9 +132,16 @@ class RetentionForm(forms.Form):
         initial=24,
         required=False,
     )
+    importance_every_hours = forms.IntegerField(
+        label=_("Recompute importance every (hours)"),
+        **retention_range("importance_every_hours"),
+        initial=1,
+        required=False,
+    )
 
     def changes(self) -> dict[str, Any]:
         data = dict(self.cleaned_data)
-        if data.get("run_every_hours") is None:
-            data.pop("run_every_hours", None)  # not given: the interval stays
+        for schedule in ("run_every_hours", "importance_every_hours"):
+            if data.get(schedule) is None:
+                data.pop(schedule, None)  # not given: the interval stays
         return data

@@ -40,7 +40,10 @@ RETENTION_LIMITS: dict[str, tuple[float, float, bool]] = {
     "max_active_facts": (1, 1_000_000_000, True),
     "purge_archived_after_days": (1, 36500, True),
     "run_every_hours": (1, 720, True),
+    "importance_every_hours": (1, 720, True),
 }
+# The schedules: always set (a whole number of hours), never null.
+SCHEDULES = ("run_every_hours", "importance_every_hours")
 
 
 class WholeRange(TypedDict):
@@ -60,6 +63,7 @@ def retention_range(
         "max_active_facts",
         "purge_archived_after_days",
         "run_every_hours",
+        "importance_every_hours",
     ],
 ) -> WholeRange: ...
 @overload
@@ -202,7 +206,7 @@ def retention_changes(raw: Any) -> RetentionChanges:
             continue
         if name not in RETENTION_LIMITS:
             raise InvalidInput(name, "unknown retention field")
-        if value is None and name == "run_every_hours":
+        if value is None and name in SCHEDULES:
             raise InvalidInput(name, "must be a whole number of hours from 1 to 720")
         if value is None:
             continue

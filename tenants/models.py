@@ -173,6 +173,10 @@ class RetentionPolicy(TenantOwned):
     legal_hold = models.BooleanField(default=False)
     # How often beat runs the policy (the retention sweep starts a run when one is due).
     run_every_hours = models.PositiveIntegerField(default=24)
+    # How often the importance sweep recomputes the tenant's facts' importance, and when it
+    # last did (claimed by a conditional update: one worker per round).
+    importance_every_hours = models.PositiveIntegerField(default=1)
+    importance_recomputed_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

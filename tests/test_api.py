@@ -318,6 +318,13 @@ def test_retention_preview_counts_what_the_policy_would_do(world, owner, system_
     assert held["legal_hold"] is True and held["archive"] == held["purge"] == 0
     cleared = client.get(f"{BASE}/retention/preview?max_active_facts=&legal_hold=false").json()
     assert cleared["archive"] == 1 and cleared["policy"]["max_active_facts"] is None
+    assert client.get(f"{BASE}/retention").json()["importance_every_hours"] == 1  # the default
+    hours = _json(client, "PATCH", f"{BASE}/retention", {"importance_every_hours": 12})
+    assert hours.json()["importance_every_hours"] == 12
+    for bad in (None, 0, 721, "often"):
+        refused = _json(client, "PATCH", f"{BASE}/retention", {"importance_every_hours": bad})
+        _error(refused, 400, "importance_every_hours")
+    assert client.get(f"{BASE}/retention").json()["importance_every_hours"] == 12
 
 
 # -- audit ------------------------------------------------------------------------------------

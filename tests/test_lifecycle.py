@@ -87,6 +87,33 @@ def test_importance_follows_feedback_use_and_recency(tenant, owner_actor) -> Non
     assert importance_recompute(tenant=tenant, fact_ids=[unrated.pk]) == 0
 
 
+def test_importance_is_recomputed_on_each_tenants_own_schedule(
+    tenant, other_tenant, owner_actor, system_actor
+) -> None:
+    from facts.importance import importance_due, importance_recompute_due
+
+    fact = add(tenant, owner_actor, "Erin rotates the TLS certificates")
+    add(other_tenant, system_actor, "Globex rotates nothing")
+    start = timezone.now()
+    assert {tenant.pk, other_tenant.pk} <= set(importance_due(now=start))  # never recomputed
+    assert importance_recompute_due(tenant=tenant, now=start) is not None
+    assert importance_recompute_due(tenant=tenant, now=start) is None  # this round is taken
+    assert tenant.pk not in importance_due(now=start + timedelta(minutes=59))
+    assert tenant.pk in importance_due(now=start + timedelta(hours=1))  # the default: hourly
+    retention_policy_update(
+        tenant=tenant, actor=owner_actor, changes=retention_changes({"importance_every_hours": 6})
+    )
+    assert tenant.pk not in importance_due(now=start + timedelta(hours=5))
+    assert other_tenant.pk in importance_due(now=start + timedelta(hours=5))
+    # Six hours on, a fact unused for 200 days has lost importance to recency.
+    age(tenant, fact, 200)
+    before = fresh(tenant, fact).importance
+    assert importance_recompute_due(tenant=tenant, now=start + timedelta(hours=6)) == 1
+    assert fresh(tenant, fact).importance < before
+    with pytest.raises(Exception, match="importance_every_hours"):
+        retention_changes({"importance_every_hours": 0})
+
+
 def test_pin_puts_a_fact_first_in_the_known_facts_and_lists(tenant, owner_actor) -> None:
     facts = [add(tenant, owner_actor, f"Project note number {i} about deploys") for i in range(3)]
     for fact in facts[1:]:
@@ -474,6 +501,16 @@ def test_the_retention_page_shows_the_last_run_and_the_next(world, owner, archiv
         return last.strip(), upcoming.strip()
 
     assert shown()[0] == "never"
+    page = client.get("/t/acme/retention/").content.decode()
+    assert 'id="importance-last">not yet<' in page
+    saved = client.post(
+        "/t/acme/retention/", {"importance_every_hours": "3", "run_every_hours": "24"}
+    )
+    assert saved.status_code == 302, saved.content.decode()[:2000]
+    with tenant_scope(world.tenant):
+        from tenants.models import RetentionPolicy
+
+        assert RetentionPolicy.objects.for_tenant(world.tenant).get().importance_every_hours == 3
     retention_policy_update(
         tenant=world.tenant, actor=_actor(owner), changes=retention_changes({"run_every_hours": 6})
     )

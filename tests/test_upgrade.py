@@ -80,11 +80,13 @@ def _run(*args: str, **env: str | None) -> str:
 def test_migrate_upgrades_a_single_role_database(legacy_database) -> None:
     old_role = _url(owner_credentials(), legacy_database)
     runtime = _url(runtime_credentials(), legacy_database)
-    # The previous release: one role for everything, migrated up to the roles, then filled.
+    # The previous release: one role for everything, filled, with the schema as it was before
+    # the roles (filled first, by this release's code, then migrated back: the code of today
+    # writes the columns of today).
     legacy = {"DATABASE_URL": old_role, "DATABASE_OWNER_URL": None}
     _run("migrate", "--verbosity", "0", **legacy)
-    _run("migrate", "tenants", BEFORE_ROLES, "--verbosity", "0", **legacy)
     token = _run("shell", "-c", FILL, **legacy).strip().splitlines()[-1]
+    _run("migrate", "tenants", BEFORE_ROLES, "--verbosity", "0", **legacy)
     with psycopg.connect(old_role) as conn:
         policy = conn.execute(
             "SELECT qual FROM pg_policies WHERE tablename = 'facts_fact' "

@@ -53,6 +53,7 @@ def retention_preview(
             "purge_archived_after_days",
             "legal_hold",
             "run_every_hours",
+            "importance_every_hours",
         )
     }
     if changes:
