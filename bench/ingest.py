@@ -4,7 +4,9 @@
                            [--bundle-facts 100000] [--json OUT]
 
 - embedder: texts per second of the configured embedder alone, in this process, called with as
-  many texts at a time as a worker claims (`facts.embedding.EMBED_BATCH`);
+  many texts at a time as a worker claims (`facts.embedding.EMBED_BATCH`), measured again right
+  before each end-to-end run (a shared machine's speed drifts: the same measurement gave 82 to
+  132 texts/s within half an hour), and each run's share is of the rate measured before it;
 - end to end, for each worker count and two ways of storing: facts stored one by one with
   `fact_add` (as an agent writes), and as JSON Lines imports of `--batch` lines (`fact_import`,
   as a bulk load or a migration writes); analysed for full text, entities linked, audited, then
@@ -59,7 +61,7 @@ def embedder_rate(texts: list[str], count: int) -> float:
     from retrieval.vectors import configured_embedder
 
     embedder = configured_embedder()
-    embedder.embed(texts[:8], purpose="passage")  # warm up
+    embedder.embed(texts[:EMBED_BATCH], purpose="passage")  # warm up: a whole batch
     started = time.perf_counter()
     for i in range(0, count, EMBED_BATCH):
         batch = [_text(texts, j) for j in range(i, min(count, i + EMBED_BATCH))]
@@ -265,25 +267,29 @@ def main() -> None:
     figures: dict[str, Any] = {}
     try:
         with bench_database():
-            figures["embedder_texts_per_s"] = round(embedder_rate(texts, args.facts), 1)
-            progress(f"embedder alone: {figures['embedder_texts_per_s']} texts/s")
-            figures["end_to_end"] = [
-                end_to_end(texts, args.facts, int(n), batch, folder / "workers.log")
-                for n in args.workers.split(",")
-                if n
-                for batch in sorted({0, max(0, args.batch)})
-            ]
+            figures["end_to_end"] = []
+            for n in [int(n) for n in args.workers.split(",") if n]:
+                for batch in sorted({0, max(0, args.batch)}):
+                    rate = round(embedder_rate(texts, args.facts), 1)
+                    progress(f"embedder alone: {rate} texts/s")
+                    run = end_to_end(texts, args.facts, n, batch, folder / "workers.log")
+                    figures["end_to_end"].append({**run, "embedder_texts_per_s": rate})
+            rates = [run["embedder_texts_per_s"] for run in figures["end_to_end"]]
+            if not rates:
+                rates = [round(embedder_rate(texts, args.facts), 1)]
+            figures["embedder_texts_per_s"] = round(sum(rates) / len(rates), 1)
             if args.bundle_facts:
                 figures["bundle"] = bundles(texts, args.bundle_facts, folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"embedder alone: {figures['embedder_texts_per_s']} texts/s")
+    print(f"embedder alone: {figures['embedder_texts_per_s']} texts/s (mean of the measurements)")
     for run in figures["end_to_end"]:
-        share = run["facts_per_s"] / figures["embedder_texts_per_s"]
+        share = run["facts_per_s"] / run["embedder_texts_per_s"]
         how = f"imports of {run['batch']} lines" if run["batch"] else "one by one"
         print(f"{run['workers']} worker(s), {how}: {run['facts_per_s']} facts/s end to end "
-              f"({share:.0%} of the embedder's rate); stored in {run['store_s']} s, embedded "
-              f"by {run['total_s']} s, {_checked(run['checked_s'])}")  # fmt: skip
+              f"({share:.0%} of the embedder's {run['embedder_texts_per_s']} texts/s measured "
+              f"just before); stored in {run['store_s']} s, embedded by {run['total_s']} s, "
+              f"{_checked(run['checked_s'])}")  # fmt: skip
     if "bundle" in figures:
         b = figures["bundle"]
         print(f"bundle of {b['facts']:,} facts: export {b['export_s']} s, import "
