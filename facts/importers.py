@@ -21,6 +21,7 @@ from typing import Any
 from django.db import transaction
 
 from facts.entities import entity_resolve
+from facts.importance import importance_recompute
 from facts.models import Category, EntityType, Fact, FactEntity
 from tenants.actors import Actor
 from tenants.errors import InvalidInput
@@ -104,6 +105,7 @@ def holographic_import(
     linked: dict[int, list[int]] = {}
     for fact_id, entity_id in links:
         linked.setdefault(fact_id, []).append(entity_id)
+    added: list[int] = []
     with tenant_scope(tenant), transaction.atomic():
         for row in facts:
             category = row.get("category") if row.get("category") in Category.values else None
@@ -120,6 +122,7 @@ def holographic_import(
                 helpful_count=max(0, int(row.get("helpful_count") or 0)),
                 retrieval_count=max(0, int(row.get("retrieval_count") or 0)),
             )
+            added.append(fact.pk)
             for entity_id in linked.get(row["fact_id"], []):
                 source = entities.get(entity_id)
                 if source is None or not str(source.get("name") or "").strip():
@@ -139,6 +142,8 @@ def holographic_import(
                     tenant=tenant, fact=fact, entity=entity, defaults={"role": "subject"}
                 )
                 summary.entities_linked += 1
+        # The counts that came along count at once, not at the next scheduled recompute.
+        importance_recompute(tenant=tenant, fact_ids=added)
     return summary
 
 

@@ -74,6 +74,12 @@ def test_a_holographic_store_imports_with_trust_tags_and_entities(tenant, tmp_pa
         assert vim.trust_score == pytest.approx(0.3) and vim.category == "user_pref"
         assert lead.tags == ["team", "lead"] and lead.category == "project"
         assert lead.metadata["imported_from"] == "holographic"
+        # Importance reads the counts and trust that came along, at once.
+        from facts.importance import importance_recompute
+
+        staging = facts["The staging database is restored every Sunday"]
+        assert lead.importance > staging.importance > vim.importance
+        assert importance_recompute(tenant=tenant) == 0  # nothing left stale
         alice = Entity.objects.for_tenant(tenant).get(normalized="alice chen")
         linked = set(
             FactEntity.objects.for_tenant(tenant)
