@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -30,6 +30,7 @@ from tenants.actors import Actor
 from tenants.jobs import job_send
 from tenants.models import RetentionPolicy, Tenant
 from tenants.scope import tenant_scope
+from tenants.services import under_legal_hold
 
 JOB = Actor.job("retention")
 BATCH = 200
@@ -251,13 +252,7 @@ def _finish(run: RetentionRun, note: str = "") -> bool:
 def _step(tenant: Tenant, run: RetentionRun) -> bool:
     """One step of the run in the open transaction; True when the run is finished."""
     # Share lock: a legal hold being saved waits for this batch, and no batch starts after it.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT legal_hold FROM tenants_retentionpolicy WHERE tenant_id = %s FOR SHARE",
-            [tenant.pk],
-        )
-        row = cursor.fetchone()
-    if row is not None and row[0]:
+    if under_legal_hold(tenant):
         return _finish(run, "legal hold: nothing (more) was touched")
     if not run.step:
         plan = retention_plan(tenant=tenant)

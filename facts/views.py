@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy
 
 from facts import conflicts, curation, graph, inputs, services
 from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
+from facts.bundles import BundleError
 from facts.forms import (
     AuditFilterForm,
     EntityFilterForm,
@@ -198,7 +199,6 @@ class FactBundleImportAction(WriteAction):
         import tempfile
         from pathlib import Path
 
-        from facts.bundles import BundleError
         from facts.transfer import bundle_from_tar, tenant_import
 
         upload = request.FILES.get("bundle")
@@ -442,6 +442,10 @@ class FactPurgeAction(_FactAction):
                 )
             except InvalidInput as error:
                 apply_errors(form, error)
+            except BundleError as error:  # a damaged archive bundle: nothing was purged
+                message = _("an archive bundle is damaged, so nothing was done: %(error)s")
+                form.add_error(None, message % {"error": error})
+                return _fact_page(self, fact_id, status=503, purge_form=form)
             else:
                 return self.done(fact_id, _("Fact purged: deleted for good; its history stays."))
         return _fact_page(self, fact_id, status=400, purge_form=form)

@@ -80,8 +80,9 @@ def _expand(value: Any) -> Any:
     return value
 
 
-def read_section(hermes_home: str | Path) -> dict[str, Any]:
-    """`plugins.mnemosyne` of the profile's config.yaml ({} when absent or unreadable)."""
+def read_section(hermes_home: str | Path, plugin: str = NAME) -> dict[str, Any]:
+    """`plugins.<plugin>` (ours by default) of the profile's config.yaml ({} when absent or
+    unreadable)."""
     import yaml
 
     path = hermes_config_path(hermes_home)
@@ -90,7 +91,7 @@ def read_section(hermes_home: str | Path) -> dict[str, Any]:
     except (OSError, yaml.YAMLError):
         return {}
     plugins = document.get("plugins") if isinstance(document, dict) else None
-    section = plugins.get(NAME) if isinstance(plugins, dict) else None
+    section = plugins.get(plugin) if isinstance(plugins, dict) else None
     return section if isinstance(section, dict) else {}
 
 

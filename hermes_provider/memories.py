@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_provider.client import AgentClient, KeyRefused, Rejected, Unreachable
+from hermes_provider.config import read_section
 
 # The upload's field for each file, and where it lives in a Hermes home.
 FILES = {
@@ -38,21 +39,9 @@ def holographic_store(hermes_home: Path) -> Path:
     """Where the profile's holographic provider keeps its store, as the provider finds it:
     `plugins.hermes-memory-store.db_path` in the profile's config.yaml ($HERMES_HOME and ~
     expanded), else $HERMES_HOME/memory_store.db."""
-    default = hermes_home / FILES["memory_store"]
-    config = hermes_home / "config.yaml"
-    if not config.is_file():
-        return default
-    try:
-        from ruamel.yaml import YAML
-
-        raw = YAML(typ="safe").load(config.read_text(encoding="utf-8"))
-    except Exception:  # an unreadable config: the provider would not start on it either
-        return default
-    plugins = raw.get("plugins") if isinstance(raw, dict) else None
-    section = plugins.get("hermes-memory-store") if isinstance(plugins, dict) else None
-    value = section.get("db_path") if isinstance(section, dict) else None
+    value = read_section(hermes_home, "hermes-memory-store").get("db_path")
     if not isinstance(value, str) or not value.strip():
-        return default
+        return hermes_home / FILES["memory_store"]
     home = str(hermes_home)
     path = Path(value.replace("${HERMES_HOME}", home).replace("$HERMES_HOME", home)).expanduser()
     return path if path.is_absolute() else hermes_home / path

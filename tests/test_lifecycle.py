@@ -346,8 +346,11 @@ def test_legal_hold_touches_nothing(tenant, owner_actor, archives) -> None:
     assert fresh(tenant, fact).status == Status.ARCHIVED  # not purged either
 
 
-def test_a_fact_archived_twice_is_purged_from_both_bundles(tenant, owner_actor, archives) -> None:
+def test_a_fact_archived_twice_is_purged_from_both_bundles(
+    tenant, other_tenant, owner_actor, system_actor, archives
+) -> None:
     fact = add(tenant, owner_actor, "The vault code is ZEBRA-4411", trust=0.1)
+    theirs = add(other_tenant, system_actor, "The vault code is ZEBRA-4411", trust=0.1)
     retention_policy_update(
         tenant=tenant,
         actor=owner_actor,
@@ -365,6 +368,34 @@ def test_a_fact_archived_twice_is_purged_from_both_bundles(tenant, owner_actor, 
     assert run_now(tenant, owner_actor).counts["purged"] == 1
     _nowhere(tenant, "ZEBRA-4411", archives)
     assert not any(archives.rglob("*.manifest.json"))  # both bundles held only it
+    # The other tenant's fact of the same text, and the entities it names, are untouched.
+    assert fresh(other_tenant, theirs).content == "The vault code is ZEBRA-4411"
+    with tenant_scope(other_tenant):
+        assert FactEntity.objects.for_tenant(other_tenant).filter(fact_id=theirs.pk).exists()
+
+
+def test_a_damaged_bundle_stops_a_purge_and_says_which(world, owner, archives) -> None:
+    """Its text could not be shown gone: nothing is purged, and the admin is told (503)."""
+    fact = add(world.tenant, _actor(owner), "Dan's locker code is 7-7-19", trust=0.1)
+    retention_policy_update(
+        tenant=world.tenant,
+        actor=_actor(owner),
+        changes=retention_changes({"archive_below_trust": 0.3}),
+    )
+    run_now(world.tenant, _actor(owner))
+    bundle = fresh(world.tenant, fact).archive_bundle
+    index = archives / str(world.tenant.pk) / f"{bundle}.idx"
+    index.write_bytes(index.read_bytes()[:-7])  # truncated
+    answer = signed_in(owner).post(
+        f"{BASE}/facts/{fact.pk}/purge", {"reason": "asked to"}, format="json"
+    )
+    assert answer.status_code == 503, answer.content
+    assert answer.json()["code"] == "archive_damaged" and bundle in answer.json()["message"]
+    page = Client()
+    page.force_login(owner)
+    shown = page.post(f"/t/acme/facts/{fact.pk}/purge", {"reason": "asked to"})
+    assert shown.status_code == 503 and bundle in shown.content.decode()
+    assert fresh(world.tenant, fact).status == Status.ARCHIVED  # not purged
 
 
 def test_a_purge_takes_the_text_out_of_a_bundle_no_fact_names(
@@ -411,6 +442,11 @@ def test_legal_hold_refuses_a_purge_by_hand_and_the_tenants_deletion(
     with pytest.raises(InvalidInput, match="legal hold"):
         tenant_delete(tenant=world.tenant, actor=system_actor, confirm="acme")
     assert fresh(world.tenant, world.fact).status == Status.ACTIVE
+    # Another tenant's hold is not this one's: Globex purges while Acme is held.
+    services.fact_purge(
+        tenant=world.other, fact_id=world.other_fact.pk, actor=system_actor, reason="asked to"
+    )
+    assert fresh(world.other, world.other_fact) is None
     # No scheduled run is started while the hold lasts (the page says "held").
     assert all(t != world.tenant.pk for t, _ in retention_sweep())
     retention_policy_update(

@@ -19,6 +19,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from facts.bundles import BundleError
 from tenants.errors import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
@@ -100,6 +101,15 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, InvalidInput):
         body = error_body(exc.message, code="invalid", field=exc.field)
         code = status.HTTP_400_BAD_REQUEST
+    elif isinstance(exc, BundleError):
+        # One of the tenant's archive bundles is damaged (a purge must rewrite it): nothing was
+        # done, and the admin must see which bundle.
+        logger.warning("archive bundle damaged: %s", exc)
+        body = error_body(
+            _("an archive bundle is damaged, so nothing was done: %(error)s") % {"error": exc},
+            code="archive_damaged",
+        )
+        code = status.HTTP_503_SERVICE_UNAVAILABLE
     elif isinstance(exc, NotFound):
         what = _NOT_FOUND.get(exc.what, exc.what)
         body = error_body(_("%(what)s not found") % {"what": what}, code="not_found")
