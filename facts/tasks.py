@@ -12,7 +12,11 @@ from django.db import InterfaceError, OperationalError
 
 from facts.conflicts import CHECK_BATCH, conflicts_check_pending, tenants_with_unchecked_facts
 from facts.curation import relink_fail, relink_run, relink_sweep
-from facts.embedding import facts_embed_batch, tenants_with_pending_embeddings
+from facts.embedding import (
+    embedding_backlog,
+    facts_embed_all,
+    tenants_with_pending_embeddings,
+)
 from facts.importance import importance_due, importance_recompute_due
 from facts.models import RelinkStatus
 from facts.retention import retention_run_execute, retention_run_fail
@@ -43,9 +47,7 @@ TRANSIENT = (ConnectionError, TimeoutError, OperationalError, InterfaceError)
 @tenant_task()
 def facts_embed_pending(tenant: Tenant) -> int:
     """Embed the tenant's unembedded active facts, a batch at a time. Idempotent."""
-    done = 0
-    while count := facts_embed_batch(tenant=tenant):
-        done += count
+    done = facts_embed_all(tenant=tenant)
     if done:
         vector_switch_finish()  # this tenant may have been the last one a new model waited for
         # New vectors: look for disagreements (one message per window, however many batches).
@@ -126,10 +128,15 @@ def entities_relink_sweep() -> int:
 @tenant_task()
 def facts_check_conflicts(tenant: Tenant) -> int:
     """Compare the tenant's newly embedded (or changed) facts with their neighbours, a batch
-    at a time for up to `CHECK_TASK_S`; then the rest waits behind what was queued meanwhile."""
+    at a time for up to `CHECK_TASK_S`; then the rest waits behind what was queued meanwhile.
+    While a backlog of new facts waits for vectors, the check gives way to their embedding."""
     checked = 0
     deadline = time.monotonic() + CHECK_TASK_S
     while True:
+        if embedding_backlog(tenant=tenant):
+            # New facts wait for their vectors: the cores are theirs first. The embedding task
+            # that takes the last of them sends a check when it is done.
+            return checked
         result = conflicts_check_pending(tenant=tenant)
         checked += result.checked
         if result.checked < CHECK_BATCH:

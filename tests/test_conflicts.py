@@ -169,6 +169,34 @@ def test_a_check_task_past_its_time_leaves_the_rest_to_a_fresh_message(
     assert tenants_with_unchecked_facts() == []
 
 
+def test_a_check_gives_way_while_a_bulk_load_waits_for_its_vectors(
+    tenant, system_actor, monkeypatch
+) -> None:
+    # The cores embed a bulk load first (its vectors make it recallable); a check that started
+    # meanwhile stops, and a few facts waiting do not hold the checks back.
+    from facts import embedding, tasks
+
+    monkeypatch.setattr(embedding, "EMBED_BATCH", 3)
+    monkeypatch.setattr(tasks, "job_send_coalesced", lambda *args: None)
+    _store(tenant, system_actor, "The demo is on Friday.", "The demo is on Thursday.")
+    texts = ["Kevin likes spicy food.", "Backups run at two.", "Maria speaks Portuguese.",
+             "The office plant needs water on Mondays."]  # fmt: skip
+    lines = [json.dumps({"content": text}) for text in texts]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    assert tasks.facts_check_conflicts(tenant.pk) == 0, "four wait for vectors: gives way"
+    assert _pairs(tenant) == {}
+    assert tenants_with_unchecked_facts() == [tenant.pk]
+    facts_embed_batch(tenant=tenant, limit=2)  # two left waiting: fewer than a batch
+    assert tasks.facts_check_conflicts(tenant.pk) == 4
+    assert set(_pairs(tenant)) == {
+        frozenset(("The demo is on Friday.", "The demo is on Thursday."))
+    }
+    while facts_embed_batch(tenant=tenant):
+        pass
+    assert tasks.facts_check_conflicts(tenant.pk) == 2
+    assert tenants_with_unchecked_facts() == []
+
+
 def test_the_worker_records_conflicts_in_english_and_chinese(tenant, system_actor) -> None:
     _store(tenant, system_actor, "Alice Chen prefers green tea.", "老王住在上海。",
            "Alice Chen lives in Berlin.")  # fmt: skip

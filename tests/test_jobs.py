@@ -95,12 +95,12 @@ def test_an_embedding_task_that_lost_its_database_runs_again(
 ) -> None:
     from django.db import OperationalError
 
-    import facts.tasks
+    import facts.embedding
 
     fact = fact_add(
         tenant=tenant, draft=fact_draft({"content": "Backups run at two"}), actor=system_actor
     ).fact
-    real, calls = facts.tasks.facts_embed_batch, []
+    real, calls = facts.embedding.facts_embed_batch, []
 
     def flaky(**kwargs):
         calls.append(1)
@@ -108,7 +108,7 @@ def test_an_embedding_task_that_lost_its_database_runs_again(
             raise OperationalError("server closed the connection unexpectedly")
         return real(**kwargs)
 
-    monkeypatch.setattr(facts.tasks, "facts_embed_batch", flaky)
+    monkeypatch.setattr(facts.embedding, "facts_embed_batch", flaky)
     facts_embed_pending.apply(args=(tenant.pk,))
     with tenant_scope(tenant):
         assert Fact.objects.for_tenant(tenant).get(pk=fact.pk).embedding_model

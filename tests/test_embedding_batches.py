@@ -1,0 +1,71 @@
+"""The worker's embedding: batches taken by two threads, one embedding at a time, every fact
+embedded once; vectors stored exactly as the embedder made them."""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from facts import embedding
+from facts.embedding import facts_embed_all, vector_literal
+from facts.models import Fact, FactVector
+from facts.services import fact_import
+from retrieval.vectors import configured_embedder
+from tenants.scope import tenant_scope
+
+
+@pytest.mark.django_db
+def test_a_vector_reaches_the_database_bit_for_bit() -> None:
+    rows = np.random.default_rng(3).standard_normal((50, 384)).astype(np.float32)
+    rows[0, :3] = [1e-38, -3.4028235e38, 0.1]  # tiny, huge, and a decimal float32 cannot hold
+    with connection.cursor() as cursor:
+        for row in rows:
+            cursor.execute("SELECT %s::vector::real[]", [vector_literal(row)])
+            back = np.array(cursor.fetchone()[0], dtype=np.float32)
+            assert np.array_equal(back, row)
+
+
+# Committed for real: the second thread has its own connection and sees only committed rows.
+@pytest.mark.django_db(transaction=True)
+def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
+    tenant, system_actor, monkeypatch
+) -> None:
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(14)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    monkeypatch.setattr(
+        embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
+    )
+    embedder = configured_embedder()
+    real = type(embedder).embed
+    busy, most, threads = [0], [0], set()
+    guard = threading.Lock()
+
+    def watched(self, texts, **kwargs):
+        with guard:
+            busy[0] += 1
+            most[0] = max(most[0], busy[0])
+            threads.add(threading.get_ident())
+        try:
+            time.sleep(0.2)  # long enough for the other thread to claim its batch meanwhile
+            return real(self, texts, **kwargs)
+        finally:
+            with guard:
+                busy[0] -= 1
+
+    monkeypatch.setattr(type(embedder), "embed", watched)
+    assert facts_embed_all(tenant=tenant) == 14
+    assert most[0] == 1, "never two embeddings at once: each has the cores to itself"
+    assert len(threads) == 2, "both threads took batches"
+    with tenant_scope(tenant):
+        assert not Fact.objects.for_tenant(tenant).filter(embedding_model="").exists()
+        per_fact = FactVector.objects.for_tenant(tenant).values_list("fact_id", flat=True)
+        assert sorted(per_fact) == sorted(
+            Fact.objects.for_tenant(tenant).values_list("pk", flat=True)
+        )
+    assert facts_embed_all(tenant=tenant) == 0
