@@ -11,7 +11,7 @@
   `fact_add` (as an agent writes), and as JSON Lines imports of `--batch` lines (`fact_import`,
   as a bulk load or a migration writes); analysed for full text, entities linked, audited, then
   embedded and indexed by that many real Celery worker processes (`--concurrency 1` each, through
-  the filesystem broker), warmed up first with a batch each in another tenant (a worker loads
+  the filesystem broker), warmed up first with a batch per worker in another tenant (a worker loads
   its model on its first task, once); facts per second from the first write to the last
   vector, and when the workers' conflict check of the new facts (facts.conflicts) was through;
 - bundles: `--bundle-facts` facts stored in bulk with a vector each (the served model's size),

@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-import numpy as np
 from django.db import connection, connections
 from django.db.models import Q
 
 from facts.models import Fact, Kind, Status
+from retrieval.sql import vector_literal
 from retrieval.vectors import configured_embedder, embedding_targets, not_model
 from tenants import cross_tenant
 from tenants.models import Tenant
@@ -23,12 +23,6 @@ from tenants.scope import tenant_scope
 # turns embedded about 45% faster in batches of 256 than of 64 (512: no faster, and each claim
 # holds its rows longer).
 EMBED_BATCH = 256
-
-
-def vector_literal(vector: np.ndarray) -> str:
-    """A vector as pgvector's text input: nine significant digits give every float32 back
-    exactly, in about half the characters (and half the time) of Python's own repr."""
-    return "[" + ",".join(map("{:.9g}".format, vector.tolist())) + "]"
 
 
 def _line(fact: Fact) -> str:
@@ -64,10 +58,11 @@ def facts_embed_batch(
     *,
     tenant: Tenant,
     limit: int = EMBED_BATCH,
-    embedding: AbstractContextManager[Any] | None = None,
+    embed_lock: AbstractContextManager[Any] | None = None,
 ) -> int:
     """Embed up to `limit` of the tenant's active facts that have no vector of the configured
     model yet (new facts, and during a model switch every older one). Returns how many.
+    `embed_lock`, when given, is held while the embedder runs (and only then).
 
     Rows are claimed with SKIP LOCKED, so several workers share the backlog without doing any
     fact twice; a crash leaves the rows unembedded for the next run.
@@ -101,7 +96,7 @@ def facts_embed_batch(
             # A fact that already has the serving model's vector (made before the switch) needs
             # only the configured model's.
             todo = [i for i, f in enumerate(facts) if f.embedding_model != space.name]
-            with embedding or nullcontext():
+            with embed_lock or nullcontext():
                 vectors = embedder.embed([texts[i] for i in todo], purpose="passage")
             fact_ids += [facts[i].pk for i in todo]
             models += [space.name] * len(todo)
@@ -135,21 +130,21 @@ def facts_embed_all(*, tenant: Tenant) -> int:
     one core), the other's is being embedded."""
     lock = threading.Lock()
 
-    def run() -> int:
+    def drain() -> int:
         done = 0
-        try:
-            while count := facts_embed_batch(tenant=tenant, embedding=lock):
-                done += count
-        finally:
-            connections.close_all()  # this thread's own connection
+        while count := facts_embed_batch(tenant=tenant, embed_lock=lock):
+            done += count
         return done
 
+    def other_thread() -> int:
+        try:
+            return drain()
+        finally:
+            connections.close_all()  # this thread's own connection
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        other = pool.submit(run)
-        done = 0
-        while count := facts_embed_batch(tenant=tenant, embedding=lock):
-            done += count
-        return done + other.result()
+        other = pool.submit(other_thread)
+        return drain() + other.result()
 
 
 def embedding_backlog(*, tenant: Tenant) -> bool:

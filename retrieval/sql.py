@@ -18,6 +18,12 @@ from retrieval.language import SQL_HAN
 from tenants.scope import current_scope_limit, scope_sql
 
 
+def vector_literal(vector: np.ndarray) -> str:
+    """A vector as pgvector's text input: nine significant digits give every float32 back
+    exactly, in about half the characters (and half the time) of Python's own repr."""
+    return "[" + ",".join(map("{:.9g}".format, vector.tolist())) + "]"
+
+
 def _tsquery_escape(lexeme: str) -> str:
     return lexeme.replace("\\", "\\\\").replace("'", "''")
 
@@ -201,7 +207,7 @@ def vector_scores_for(
     if not ids:
         return {}
     cast = f"vector({int(dimension)})"
-    literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+    literal = vector_literal(vector)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT v.fact_id, 1 - (v.embedding::{cast} <=> %s::{cast}) "  # noqa: S608 - an int
@@ -302,7 +308,7 @@ def vector_candidates(
         raise ValueError(f"a {dimension}-dimension vector is needed, got shape {vector.shape}")
     where, params = filters.sql()
     cast = f"vector({int(dimension)})"
-    literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+    literal = vector_literal(vector)
     with connection.cursor() as cursor:
         _iterative_scan(cursor, ef_search)
         cursor.execute(

@@ -170,7 +170,7 @@ def test_a_check_task_past_its_time_leaves_the_rest_to_a_fresh_message(
 
 
 def test_a_check_gives_way_while_a_bulk_load_waits_for_its_vectors(
-    tenant, system_actor, monkeypatch
+    tenant, other_tenant, system_actor, monkeypatch
 ) -> None:
     # The cores embed a bulk load first (its vectors make it recallable); a check that started
     # meanwhile stops, and a few facts waiting do not hold the checks back.
@@ -187,6 +187,8 @@ def test_a_check_gives_way_while_a_bulk_load_waits_for_its_vectors(
     assert _pairs(tenant) == {}
     assert tenants_with_unchecked_facts() == [tenant.pk]
     facts_embed_batch(tenant=tenant, limit=2)  # two left waiting: fewer than a batch
+    # Another tenant's bulk load, waiting too, is not this tenant's backlog.
+    fact_import(tenant=other_tenant, lines=lines, actor=system_actor)
     assert tasks.facts_check_conflicts(tenant.pk) == 4
     assert set(_pairs(tenant)) == {
         frozenset(("The demo is on Friday.", "The demo is on Thursday."))

@@ -13,9 +13,10 @@ import pytest
 from django.db import connection
 
 from facts import embedding
-from facts.embedding import facts_embed_all, vector_literal
+from facts.embedding import facts_embed_all
 from facts.models import Fact, FactVector
 from facts.services import fact_import
+from retrieval.sql import vector_literal
 from retrieval.vectors import configured_embedder
 from tenants.scope import tenant_scope
 
