@@ -127,14 +127,39 @@ def facts_embed_all(*, tenant: Tenant) -> int:
     """Embed the tenant's waiting facts until none is left; returns how many. Two threads take
     batches side by side, and only one embeds at a time (the embedder has the cores to itself):
     while one thread's batch is written (PostgreSQL adding the vectors to the HNSW index, on
-    one core), the other's is being embedded."""
+    one core), the other's is being embedded.
+
+    A thread that finds nothing to claim while the other is inside a batch waits for that
+    batch to end and looks again (the rows it could not claim were the other's, and more facts
+    may have come meanwhile); it stops only when it finds nothing while the other is not
+    inside a batch. Stopping at the first empty claim left one thread doing the whole of a bulk
+    load alone whenever the load's first part was smaller than two batches."""
     lock = threading.Lock()
+    turn = threading.Condition()
+    inside = [0]  # threads inside a batch
+    ended = [0]  # batches ended, by both threads
 
     def drain() -> int:
         done = 0
-        while count := facts_embed_batch(tenant=tenant, embed_lock=lock):
+        while True:
+            with turn:
+                inside[0] += 1
+            try:
+                count = facts_embed_batch(tenant=tenant, embed_lock=lock)
+            finally:
+                with turn:
+                    inside[0] -= 1
+                    ended[0] += 1
+                    turn.notify_all()
             done += count
-        return done
+            if count:
+                continue
+            with turn:
+                if not inside[0]:
+                    return done
+                seen = ended[0]
+                while ended[0] == seen:
+                    turn.wait()
 
     def other_thread() -> int:
         try:

@@ -70,3 +70,44 @@ def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
             Fact.objects.for_tenant(tenant).values_list("pk", flat=True)
         )
     assert facts_embed_all(tenant=tenant) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """A bulk load arrives in parts: when the first part is a single batch, the thread that
+    found nothing to claim beside it stays and takes batches of the later parts."""
+    line = "Rack {} holds the {}th build agent."
+    fact_import(tenant=tenant, lines=[json.dumps({"content": line.format(i, i)}) for i in range(3)],
+                actor=system_actor)  # fmt: skip
+    monkeypatch.setattr(
+        embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
+    )
+    embedder = configured_embedder()
+    real = type(embedder).embed
+    calls: list[int] = []
+
+    def rest_of_the_load() -> None:
+        lines = [json.dumps({"content": line.format(i, i)}) for i in range(3, 15)]
+        try:
+            fact_import(tenant=tenant, lines=lines, actor=system_actor)
+        finally:
+            connection.close()  # this thread's own connection
+
+    def watched(self, texts, **kwargs):
+        calls.append(threading.get_ident())
+        if len(calls) == 1:
+            time.sleep(0.3)  # the other thread claims nothing meanwhile
+            loader = threading.Thread(target=rest_of_the_load)
+            loader.start()
+            loader.join()
+        time.sleep(0.05)
+        return real(self, texts, **kwargs)
+
+    monkeypatch.setattr(type(embedder), "embed", watched)
+    assert facts_embed_all(tenant=tenant) == 15
+    assert len(calls) == 5
+    assert len(set(calls[1:])) == 2, "both threads took batches of the later parts"
+    with tenant_scope(tenant):
+        assert not Fact.objects.for_tenant(tenant).filter(embedding_model="").exists()
