@@ -8,7 +8,6 @@ from datetime import datetime
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import InterfaceError, OperationalError
 
 from facts.conflicts import CHECK_BATCH, conflicts_check_pending, tenants_with_unchecked_facts
 from facts.curation import relink_fail, relink_run, relink_sweep
@@ -25,16 +24,13 @@ from facts.services import fact_record_retrievals
 from facts.stats import stats_fold
 from retrieval.vectors import vector_models_cleanup, vector_switch_finish
 from tenants.cross_tenant import tenants_with_stats_work
-from tenants.jobs import job_send_coalesced, tenant_task
+from tenants.jobs import TRANSIENT, job_send_coalesced, tenant_task
 from tenants.models import Tenant
 
 # How long one conflict-check task runs before it hands the rest to a fresh message of itself.
 # A worker runs one task at a time: a check that ran through 1,200 facts (44 s beside the
 # embedding) kept the new facts queued behind it waiting for their vectors.
 CHECK_TASK_S = 3.0
-# What a task retries with backoff: the broker or the database gone for a moment (a restart, a
-# failover). Anything else is a bug or bad data, and retrying it would only repeat it.
-TRANSIENT = (ConnectionError, TimeoutError, OperationalError, InterfaceError)
 
 
 @shared_task(

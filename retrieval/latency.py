@@ -16,6 +16,7 @@ import bisect
 import logging
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -35,6 +36,9 @@ BUCKETS_MS = (
 )  # fmt: skip
 BUCKET_COUNT = len(BUCKETS_MS) + 1
 FLUSH_SECONDS = 10.0
+# How long a latency message's id is remembered: a message is delivered again within the
+# broker's visibility timeout (an hour by default), long before this.
+LATENCY_BATCH_DAYS = 2
 
 _lock = threading.Lock()
 _pending: dict[tuple[int, str], list[int]] = {}
@@ -70,7 +74,8 @@ def recall_latency_note(*, tenant: Tenant, ms: float, now: datetime | None = Non
 
 def _send(rows: list[list[object]]) -> None:
     try:
-        job_send("retrieval.tasks.retrieval_store_latencies", rows)
+        # The batch id makes the message count once however often it is delivered.
+        job_send("retrieval.tasks.retrieval_store_latencies", rows, str(uuid.uuid4()))
     except Exception:  # noqa: BLE001 - a broker outage must not fail recall; samples lost
         logger.warning("recall latency samples of %d tenant-hours not sent", len(rows))
 
@@ -83,11 +88,27 @@ def recall_latency_pending_clear() -> None:
         _window_started = None
 
 
-def recall_latency_add(*, tenant: Tenant, hour: datetime, counts: list[int]) -> None:
-    """Add a histogram of recall latencies to the tenant's row for that hour (one upsert)."""
+def recall_latency_add(
+    *, tenant: Tenant, hour: datetime, counts: list[int], batch: uuid.UUID | None = None
+) -> bool:
+    """Add a histogram of recall latencies to the tenant's row for that hour (one upsert).
+    With `batch` (the id of the message that carries it), a batch already added adds nothing
+    again; returns whether it was added."""
     if len(counts) != BUCKET_COUNT or any(n < 0 for n in counts):
         raise ValueError(f"a latency histogram has {BUCKET_COUNT} non-negative counts")
-    with tenant_scope(tenant) as tenant_id, connection.cursor() as cursor:
+    with tenant_scope(tenant) as tenant_id, transaction.atomic(), connection.cursor() as cursor:
+        if batch is not None:
+            cursor.execute(
+                "DELETE FROM retrieval_recalllatencybatch WHERE tenant_id = %s AND at < %s",
+                [tenant_id, timezone.now() - timedelta(days=LATENCY_BATCH_DAYS)],
+            )
+            cursor.execute(
+                "INSERT INTO retrieval_recalllatencybatch (tenant_id, batch, at) "
+                "VALUES (%s, %s, now()) ON CONFLICT (tenant_id, batch) DO NOTHING RETURNING id",
+                [tenant_id, batch],
+            )
+            if cursor.fetchone() is None:
+                return False
         cursor.execute(
             "INSERT INTO retrieval_recalllatency (tenant_id, hour, count, buckets) "
             "VALUES (%s, %s, %s, %s) ON CONFLICT (tenant_id, hour) DO UPDATE SET "
@@ -96,6 +117,7 @@ def recall_latency_add(*, tenant: Tenant, hour: datetime, counts: list[int]) -> 
             "EXCLUDED.buckets) AS t(a, b))",
             [tenant_id, _hour(hour), sum(counts), counts],
         )
+    return True
 
 
 def histogram_percentile(counts: list[int], share: float) -> float | None:

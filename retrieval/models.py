@@ -80,3 +80,17 @@ class RecallLatency(TenantOwned):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "hour"], name="recalllatency_tenant_hour")
         ]
+
+
+class RecallLatencyBatch(TenantOwned):
+    """A latency message already added to the tenant's rows: a message delivered again (its
+    worker died before acknowledging it) adds nothing. Kept for `LATENCY_BATCH_DAYS`."""
+
+    batch = models.UUIDField()
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "batch"], name="latencybatch_tenant_batch")
+        ]
+        indexes = [models.Index(fields=["tenant", "at"], name="latencybatch_tenant_at")]

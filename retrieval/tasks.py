@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 from celery import shared_task
@@ -10,11 +11,17 @@ from django.core.cache import cache
 from retrieval.indexes import tenant_indexes_sync
 from retrieval.latency import recall_latency_add
 from retrieval.stats import corpus_stats_refresh
-from tenants.jobs import tenant_task
+from tenants.jobs import TRANSIENT, tenant_task
 from tenants.models import Tenant
 
 
-@shared_task(name="retrieval.tasks.retrieval_refresh_corpus_stats", ignore_result=True)
+@shared_task(
+    name="retrieval.tasks.retrieval_refresh_corpus_stats",
+    ignore_result=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=True,
+    max_retries=5,
+)
 def retrieval_refresh_corpus_stats(tenant_id: int) -> int:
     """Recompute a large tenant's full-text statistics. Returns the number of active facts."""
     try:
@@ -29,15 +36,31 @@ def _corpus_stats_refresh(tenant: Tenant) -> int:
     return corpus.documents if corpus else 0
 
 
-@shared_task(name="retrieval.tasks.retrieval_store_latencies", ignore_result=True)
-def retrieval_store_latencies(rows: list[tuple[int, str, list[int]]]) -> int:
-    """Add recall latency histograms `[tenant_id, hour (ISO), counts]` to their rows."""
+@shared_task(
+    name="retrieval.tasks.retrieval_store_latencies",
+    ignore_result=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=True,
+    max_retries=5,
+)
+def retrieval_store_latencies(
+    rows: list[tuple[int, str, list[int]]], batch: str | None = None
+) -> int:
+    """Add recall latency histograms `[tenant_id, hour (ISO), counts]` to their rows. A
+    message delivered twice, or retried after some of its rows were added, adds each row once
+    (by its `batch` id; messages of older versions carry none). Returns how many rows it added."""
     stored = 0
     for tenant_id, hour, counts in rows:
         tenant = Tenant.objects.filter(pk=tenant_id).first()
-        if tenant is not None:  # a tenant deleted since has nothing to chart
-            recall_latency_add(tenant=tenant, hour=datetime.fromisoformat(str(hour)), counts=counts)
-            stored += 1
+        if tenant is None:  # a tenant deleted since has nothing to chart
+            continue
+        stored += recall_latency_add(
+            tenant=tenant,
+            hour=datetime.fromisoformat(str(hour)),
+            counts=counts,
+            # One id per row: a message can carry two hours of one tenant.
+            batch=None if batch is None else uuid.uuid5(uuid.UUID(batch), str(hour)),
+        )
     return stored
 
 

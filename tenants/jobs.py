@@ -20,9 +20,14 @@ from collections.abc import Callable
 from typing import Concatenate, ParamSpec
 
 from celery import current_app
+from django.db import InterfaceError, OperationalError
 
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
+
+# What a task retries with backoff: the broker or the database gone for a moment (a restart, a
+# failover). Anything else is a bug or bad data, and retrying it would only repeat it.
+TRANSIENT = (ConnectionError, TimeoutError, OperationalError, InterfaceError)
 
 P = ParamSpec("P")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.utils import DatabaseError, ProgrammingError
@@ -14,7 +16,7 @@ from facts.models import Conflict, Entity, Fact, FactEntity, FactEvent, FactVect
 from facts.selectors.facts import fact_get, fact_history
 from retrieval.inputs import recall_query
 from retrieval.latency import BUCKET_COUNT, recall_latency_add
-from retrieval.models import CorpusStats, LexemeStat, RecallLatency
+from retrieval.models import CorpusStats, LexemeStat, RecallLatency, RecallLatencyBatch
 from retrieval.search import recall_search
 from tenants.errors import NotFound
 from tenants.models import ApiKey, Membership, RetentionPolicy, TenantEvent
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.django_db
 SCOPED_MODELS = [
     Fact, FactVector, Entity, FactEntity, Feedback, FactEvent, Conflict,
     Membership, ApiKey, RetentionPolicy, TenantEvent, CorpusStats, LexemeStat, RecallLatency,
+    RecallLatencyBatch,
 ]  # fmt: skip
 
 
@@ -49,7 +52,9 @@ def two_tenants(tenant, other_tenant, owner, outsider, system_actor, settings):
         recall_search(
             tenant=t, query=recall_query({"query": "Alice"})
         )  # computes the tenant's full-text statistics
-        recall_latency_add(tenant=t, hour=timezone.now(), counts=[1] * BUCKET_COUNT)
+        recall_latency_add(
+            tenant=t, hour=timezone.now(), counts=[1] * BUCKET_COUNT, batch=uuid.uuid4()
+        )
     return tenant, other_tenant
 
 

@@ -79,9 +79,10 @@ def test_every_task_of_one_tenant_retries_a_database_outage() -> None:
     tenant_tasks = [
         task
         for name, task in current_app.tasks.items()
-        if name.startswith("facts.tasks.") and not name.endswith("_sweep")
+        if name.startswith(("facts.tasks.", "retrieval.tasks."))
+        and not name.endswith(("_sweep", "_indexes_sync"))
     ]
-    assert len(tenant_tasks) >= 7
+    assert len(tenant_tasks) >= 9
     for task in tenant_tasks:
         retried = tuple(getattr(task, "autoretry_for", ()))
         for error in (OperationalError, InterfaceError, ConnectionError):
