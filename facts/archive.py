@@ -25,7 +25,6 @@ from facts.bundles import (
     BundleRecord,
     bundle_index_ids,
     bundle_open,
-    bundle_paths,
     bundle_remove,
     bundle_write,
 )
@@ -130,11 +129,10 @@ def _bundles_holding(tenant: Tenant, ids: set[int]) -> dict[str, set[int]]:
 
 
 def _bundles_forget(tenant: Tenant, by_bundle: dict[str, set[int]]) -> None:
-    """Rewrite each bundle without the given fact ids (removed when nothing is left)."""
+    """Rewrite each bundle without the given fact ids (removed when nothing is left). The
+    bundles are the ones `_bundles_holding` just found, under the tenant's bundle lock."""
     for name, ids in by_bundle.items():
         stem = archive_stem(tenant, name)
-        if not bundle_paths(stem)[2].exists():
-            continue
         reader = bundle_open(stem)
         kept = [r for r in reader.records() if not (r.type == "fact" and r.id in ids)]
         if not any(r.type == "fact" for r in kept):

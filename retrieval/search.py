@@ -130,6 +130,11 @@ def _match_tiers(terms: list[tuple[str, int]]) -> Iterator[tuple[str, int]]:
         yield sql.tsquery_any(list(combinations(planning, size))), FTS_TOUCH
 
 
+def bm25_idf(total: int, holding: int) -> float:
+    """BM25's inverse document frequency of a term `holding` of `total` documents hold."""
+    return math.log(1 + (total - holding + 0.5) / (holding + 0.5))
+
+
 def _fts_scores(
     tenant_id: int,
     query: str,
@@ -151,7 +156,7 @@ def _fts_scores(
         return {}
     terms = sorted(terms, key=lambda term: (term[1], term[0]))[:MAX_TERMS]
     total = max(corpus.documents, terms[-1][1])
-    idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in terms}
+    idf = {t: bm25_idf(total, n) for t, n in terms}
     scorers.update(idf=idf, mean_length=corpus.mean_length)
     scores: dict[int, float] = {}
     for match, touch in _match_tiers(terms):
@@ -460,7 +465,7 @@ def _session_match(
     for found in counts.values():
         for lexeme in found:
             holding[lexeme] += 1
-    weight = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in holding.items()}
+    weight = {t: bm25_idf(total, n) for t, n in holding.items()}
     scores = {}
     for session, length in lengths.items():
         norm = sql.BM25_K1 * (1 - sql.BM25_B + sql.BM25_B * length / mean)
