@@ -310,6 +310,34 @@ def test_threads_come_from_argument_then_environment(monkeypatch, minilm_dir, ca
         embedder_from_spec(f"onnx:{minilm_dir}", cache_dir=cache_dir)
 
 
+def _spins(embedder) -> bool:
+    options = embedder._runner.session.get_session_options()
+    try:
+        return options.get_session_config_entry("session.intra_op.allow_spinning") != "0"
+    except Exception:  # noqa: BLE001 - onnxruntime's own error: not set, its default (spinning)
+        return True
+
+
+def test_a_workers_embedder_lets_its_idle_threads_sleep(monkeypatch, minilm_dir, cache_dir) -> None:
+    from memoryadmin.signals import _embedder_without_spinning as on_worker_init
+    from retrieval.embedders.base import SPIN_ENV
+
+    monkeypatch.setenv(SPIN_ENV, "1")
+    monkeypatch.delenv(SPIN_ENV)
+    assert _spins(embedder_from_spec(f"onnx:{minilm_dir}", cache_dir=cache_dir))
+    # Connected to Celery's worker_init (sending that signal here would install Celery's
+    # Django fix-up in the test process).
+    on_worker_init()
+    assert os.environ[SPIN_ENV] == "0"
+    assert not _spins(embedder_from_spec(f"onnx:{minilm_dir}", cache_dir=cache_dir))
+    monkeypatch.setenv(SPIN_ENV, "1")  # an operator's choice wins
+    on_worker_init()
+    assert os.environ[SPIN_ENV] == "1"
+    monkeypatch.setenv(SPIN_ENV, "fast")
+    with pytest.raises(EmbedderError, match=SPIN_ENV):
+        embedder_from_spec(f"onnx:{minilm_dir}", cache_dir=cache_dir)
+
+
 def test_health_reports_a_working_embedder(e5) -> None:
     health = embedder_health(e5)
     assert health["ok"] is True

@@ -11,6 +11,7 @@ import numpy as np
 Purpose = Literal["query", "passage"]
 PURPOSES: tuple[Purpose, ...] = ("query", "passage")
 THREADS_ENV = "MNEMOSYNE_EMBED_THREADS"
+SPIN_ENV = "MNEMOSYNE_EMBED_SPIN"
 DEFAULT_THREADS = 2
 DEFAULT_BATCH_SIZE = 32
 
@@ -42,6 +43,17 @@ def resolve_threads(threads: int | None = None) -> int:
     if count < 1:
         raise EmbedderError(f"embedding threads must be a positive integer, got {count}")
     return count
+
+
+def resolve_spinning() -> bool:
+    """Whether an embedder's idle threads spin (MNEMOSYNE_EMBED_SPIN: 1, the default, or 0).
+    Spinning answers the next call a little sooner and costs a core's time meanwhile: the
+    worker turns it off (`memoryadmin.signals`), where PostgreSQL and the storing of the facts
+    need the cores between and beside its embeddings."""
+    value = os.environ.get(SPIN_ENV, "1")
+    if value not in ("0", "1"):
+        raise EmbedderError(f"{SPIN_ENV} must be 0 or 1, got {value!r}")
+    return value == "1"
 
 
 def check_texts(texts: Sequence[str], purpose: str) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Literal
 
 import numpy as np
 
-from .base import EmbedderError
+from .base import EmbedderError, resolve_spinning
 
 Pooling = Literal["mean", "cls"]
 
@@ -19,6 +19,9 @@ def open_session(model_path: Path, threads: int):  # -> onnxruntime.InferenceSes
     options.intra_op_num_threads = threads
     # One request at a time per session call; parallelism comes from intra-op threads.
     options.inter_op_num_threads = 1
+    if not resolve_spinning():
+        # Idle intra-op threads sleep instead of spinning while they wait for work.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # onnxruntime's warnings are about graph fusions, not errors
     try:
         return ort.InferenceSession(
