@@ -4,6 +4,7 @@ each model's name and dimension."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -123,17 +124,23 @@ def facts_embed_batch(
         return len(facts)
 
 
-def facts_embed_all(*, tenant: Tenant) -> int:
-    """Embed the tenant's waiting facts until none is left; returns how many. Two threads take
-    batches side by side, and only one embeds at a time (the embedder has the cores to itself):
-    while one thread's batch is written (PostgreSQL adding the vectors to the HNSW index, on
-    one core), the other's is being embedded.
+def facts_embed_all(*, tenant: Tenant, seconds: float | None = None) -> int:
+    """Embed the tenant's waiting facts until none is left, or until `seconds` have passed (no
+    batch is begun after that); returns how many. Two threads take batches side by side, and
+    only one embeds at a time (the embedder has the cores to itself): while one thread's batch
+    is written (PostgreSQL adding the vectors to the HNSW index, on one core), the other's is
+    being embedded.
 
     A thread that finds nothing to claim while the other is inside a batch waits for that
     batch to end and looks again (the rows it could not claim were the other's, and more facts
     may have come meanwhile); it stops only when it finds nothing while the other is not
     inside a batch. Stopping at the first empty claim left one thread doing the whole of a bulk
-    load alone whenever the load's first part was smaller than two batches."""
+    load alone whenever the load's first part was smaller than two batches.
+
+    An error in this thread (Celery's soft time limit among them) stops the other thread after
+    its batch, so the task ends before its hard limit kills the process."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    stop = threading.Event()
     lock = threading.Lock()
     turn = threading.Condition()
     inside = [0]  # threads inside a batch
@@ -141,7 +148,7 @@ def facts_embed_all(*, tenant: Tenant) -> int:
 
     def drain() -> int:
         done = 0
-        while True:
+        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
             with turn:
                 inside[0] += 1
             try:
@@ -160,6 +167,7 @@ def facts_embed_all(*, tenant: Tenant) -> int:
                 seen = ended[0]
                 while ended[0] == seen:
                     turn.wait()
+        return done
 
     def other_thread() -> int:
         try:
@@ -169,7 +177,12 @@ def facts_embed_all(*, tenant: Tenant) -> int:
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         other = pool.submit(other_thread)
-        return drain() + other.result()
+        try:
+            mine = drain()
+        except BaseException:
+            stop.set()
+            raise
+        return mine + other.result()
 
 
 def embedding_backlog(*, tenant: Tenant) -> bool:

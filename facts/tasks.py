@@ -31,6 +31,10 @@ from tenants.models import Tenant
 # A worker runs one task at a time: a check that ran through 1,200 facts (44 s beside the
 # embedding) kept the new facts queued behind it waiting for their vectors.
 CHECK_TASK_S = 3.0
+# How long one embedding task takes new batches before it hands the rest to a fresh message of
+# itself: well inside Celery's soft time limit (300 s), so a large import (100,000 facts take
+# minutes) is never cut off in the middle of a batch, and a killed process loses one batch.
+EMBED_TASK_S = 120.0
 
 
 @shared_task(
@@ -42,8 +46,12 @@ CHECK_TASK_S = 3.0
 )
 @tenant_task()
 def facts_embed_pending(tenant: Tenant) -> int:
-    """Embed the tenant's unembedded active facts, a batch at a time. Idempotent."""
-    done = facts_embed_all(tenant=tenant)
+    """Embed the tenant's unembedded active facts, a batch at a time, for up to `EMBED_TASK_S`;
+    then a fresh message of itself takes the rest. Idempotent."""
+    started = time.monotonic()
+    done = facts_embed_all(tenant=tenant, seconds=EMBED_TASK_S)
+    if time.monotonic() - started >= EMBED_TASK_S:
+        job_send_coalesced("facts.tasks.facts_embed_pending", tenant.pk)
     if done:
         vector_switch_finish()  # this tenant may have been the last one a new model waited for
         # New vectors: look for disagreements (one message per window, however many batches).

@@ -111,3 +111,74 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
     assert len(set(calls[1:])) == 2, "both threads took batches of the later parts"
     with tenant_scope(tenant):
         assert not Fact.objects.for_tenant(tenant).filter(embedding_model="").exists()
+
+
+def _slow_embedder(monkeypatch, seconds: float) -> None:
+    embedder = configured_embedder()
+    real = type(embedder).embed
+
+    def slow(self, texts, **kwargs):
+        time.sleep(seconds)
+        return real(self, texts, **kwargs)
+
+    monkeypatch.setattr(type(embedder), "embed", slow)
+
+
+def _waiting(tenant) -> int:
+    with tenant_scope(tenant):
+        return Fact.objects.for_tenant(tenant).filter(embedding_model="").count()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_embedding_task_past_its_time_leaves_the_rest_to_a_fresh_message(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """A large load is embedded by a chain of tasks, each well inside Celery's time limit."""
+    from facts import tasks
+
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(30)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    monkeypatch.setattr(
+        embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
+    )
+    _slow_embedder(monkeypatch, 0.1)
+    sent = []
+    monkeypatch.setattr(tasks, "job_send_coalesced", lambda *args: sent.append(args))
+    monkeypatch.setattr(tasks, "EMBED_TASK_S", 0.35)
+    done = tasks.facts_embed_pending(tenant.pk)
+    assert 0 < done < 30
+    assert _waiting(tenant) == 30 - done, "every batch begun was finished, none begun after"
+    assert ("facts.tasks.facts_embed_pending", tenant.pk) in sent
+    monkeypatch.setattr(tasks, "EMBED_TASK_S", 60.0)
+    sent.clear()
+    assert tasks.facts_embed_pending(tenant.pk) == 30 - done  # what that message runs
+    assert ("facts.tasks.facts_embed_pending", tenant.pk) not in sent, "done: not sent again"
+    assert _waiting(tenant) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_error_in_one_thread_stops_the_other_after_its_batch(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """Celery's soft time limit raises in the task's own thread: the other thread must not go
+    on embedding the whole backlog until the hard limit kills the process."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(30)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    main = threading.get_ident()
+    real = embedding.facts_embed_batch
+    calls = {"main": 0}
+
+    def batch(**kwargs):
+        if threading.get_ident() == main:
+            calls["main"] += 1
+            if calls["main"] == 2:
+                raise SoftTimeLimitExceeded()
+        return real(**{**kwargs, "limit": 3})
+
+    monkeypatch.setattr(embedding, "facts_embed_batch", batch)
+    _slow_embedder(monkeypatch, 0.1)
+    with pytest.raises(SoftTimeLimitExceeded):
+        facts_embed_all(tenant=tenant)
+    assert 3 <= 30 - _waiting(tenant) <= 12, "the other thread stopped after its batch"
