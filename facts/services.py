@@ -71,6 +71,42 @@ def _search_vector(content: str) -> CombinedExpression:
     ) + SearchVector(Value(analyzed.han, output_field=TextField()), config="simple")
 
 
+# The same search vector as `_search_vector`, as SQL of two parameters: the text's Latin part
+# and its Han part.
+_SEARCH_VECTOR_SQL = (
+    "to_tsvector('english'::regconfig, %s::text) || to_tsvector('simple'::regconfig, %s::text)"
+)
+
+
+def _facts_insert(facts: list[Fact]) -> None:
+    """Insert new facts (made by `_new_fact(..., search=False)`) with their search vectors, one
+    statement per BULK_BATCH rows, and give each its id. `bulk_create` did the same but
+    compiled the search vector's expression for every row, half the importing process's time."""
+    fields = [
+        f for f in Fact._meta.concrete_fields if not f.primary_key and f.name != "search_vector"
+    ]
+    columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
+    row = "(" + "%s, " * len(fields) + _SEARCH_VECTOR_SQL + ")"
+    with connection.cursor() as cursor:
+        for start in range(0, len(facts), BULK_BATCH):
+            chunk = facts[start : start + BULK_BATCH]
+            params: list[Any] = []
+            for fact in chunk:
+                params += [f.get_db_prep_save(f.pre_save(fact, True), connection) for f in fields]
+                analyzed = analyze(fact.content)
+                params += [analyzed.latin, analyzed.han]
+            cursor.execute(
+                # Columns of the model and placeholders only; every value is a parameter.
+                f"INSERT INTO facts_fact ({columns}, search_vector) "  # noqa: S608
+                f"VALUES {', '.join([row] * len(chunk))} RETURNING id",
+                params,
+            )
+            for fact, (pk,) in zip(chunk, cursor.fetchall(), strict=True):
+                fact.pk = pk
+                fact._state.adding = False
+                fact._state.db = connection.alias
+
+
 def _schedule_embedding(tenant: Tenant) -> None:
     """One embedding message per tenant and transaction, however many facts it adds (an import
     of 10,000 lines sends one; the task embeds every pending fact of the tenant in batches)."""
@@ -246,7 +282,7 @@ def facts_add_many(
                     copies[i] = first_of[key]
                 else:
                     first_of[key] = i
-                    new[i] = _new_fact(tenant, row, None, draft.pinned)
+                    new[i] = _new_fact(tenant, row, None, draft.pinned, search=False)
                 continue
             session = row["session_id"]
             if session not in next_position:
@@ -257,10 +293,10 @@ def facts_add_many(
                 continue
             taken.add((session, position))
             next_position[session] = max(next_position[session], position + 1)
-            new[i] = _new_fact(tenant, row, position, draft.pinned)
+            new[i] = _new_fact(tenant, row, position, draft.pinned, search=False)
         try:
             with transaction.atomic():
-                Fact.objects.bulk_create(new.values(), batch_size=BULK_BATCH)
+                _facts_insert(list(new.values()))
         except IntegrityError:  # someone stored one of these a moment ago: one by one
             for i in sorted([*new, *copies]):
                 results[i] = one(i)
@@ -304,7 +340,15 @@ def _add_values(tenant: Tenant, draft: FactDraft, actor: Actor) -> dict[str, Any
     return values
 
 
-def _new_fact(tenant: Tenant, values: dict[str, Any], position: int | None, pinned: bool) -> Fact:
+def _new_fact(
+    tenant: Tenant,
+    values: dict[str, Any],
+    position: int | None,
+    pinned: bool,
+    *,
+    search: bool = True,
+) -> Fact:
+    """A new fact's row; `search=False` leaves its search vector to `_facts_insert`."""
     return Fact(
         tenant=tenant,
         position=position,
@@ -312,7 +356,7 @@ def _new_fact(tenant: Tenant, values: dict[str, Any], position: int | None, pinn
         importance=importance_of_new(
             trust=values["trust_score"], created_at=values["created_at"], pinned=pinned
         ),
-        search_vector=_search_vector(values["content"]),
+        search_vector=_search_vector(values["content"]) if search else None,
         **values,
     )
 
