@@ -79,9 +79,10 @@ _SEARCH_VECTOR_SQL = (
 
 
 def _facts_insert(facts: list[Fact]) -> None:
-    """Insert new facts (made by `_new_fact(..., search=False)`) with their search vectors, one
-    statement per BULK_BATCH rows, and give each its id. `bulk_create` did the same but
-    compiled the search vector's expression for every row, half the importing process's time."""
+    """Insert new facts (their search vector not set: `_new_fact(..., search=False)`, a bundle's
+    import) with their search vectors, one statement per BULK_BATCH rows, and give each its
+    id. `bulk_create` did the same but compiled the search vector's expression for every row,
+    half the importing process's time."""
     fields = [
         f for f in Fact._meta.concrete_fields if not f.primary_key and f.name != "search_vector"
     ]

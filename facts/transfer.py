@@ -271,7 +271,7 @@ def _write_facts(
 ) -> None:
     """Write the waiting fact records: the new ones in bulk, with their links, feedback and
     history; the ones already there counted, or restored when archived here and active there."""
-    from facts.services import _search_vector
+    from facts.services import _facts_insert
 
     existing = _existing(tenant, [body for _, body in batch.facts])
     new: list[tuple[Any, dict[str, Any], Fact]] = []
@@ -305,14 +305,13 @@ def _write_facts(
             status=body["status"] if body["status"] in Status.values else Status.ACTIVE,
             archived_at=_when(body.get("archived_at")), created_by=body["created_by"],
             created_at=_when(body["created_at"]) or now, updated_at=now,
-            search_vector=_search_vector(body["content"]),
         )  # fmt: skip
         existing[_key(body)] = fact  # the same memory twice in one bundle is added once
         new.append((record_id, body, fact))
     batch.facts.clear()
     if not new:
         return
-    Fact.objects.bulk_create([fact for _, _, fact in new])
+    _facts_insert([fact for _, _, fact in new])  # search vectors made as they go in
     links, feedback, history = [], [], []
     for record_id, body, fact in new:
         batch.created[record_id] = fact.pk

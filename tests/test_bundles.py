@@ -76,6 +76,11 @@ def _vectors_by_text(tenant) -> dict[str, tuple[str, list[float]]]:
         }
 
 
+def _search_vectors(tenant) -> dict[str, str]:
+    with tenant_scope(tenant):
+        return {f.content: str(f.search_vector) for f in Fact.objects.for_tenant(tenant)}
+
+
 def test_export_then_import_into_another_tenant_twice(filled, tenant, other_tenant, tmp_path):
     stem = tmp_path / "acme"
     summary = tenant_export(tenant=tenant, out=stem, actor=ACTOR)
@@ -84,6 +89,7 @@ def test_export_then_import_into_another_tenant_twice(filled, tenant, other_tena
     first = tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
     assert (first.added, first.exists, first.vectors_kept, first.to_embed) == (4, 0, 4, 0)
     assert _counts(other_tenant) == _counts(tenant)
+    assert _search_vectors(other_tenant) == _search_vectors(tenant)  # found by full text too
     second = tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
     assert (second.added, second.exists) == (0, 4)  # importing twice adds nothing
     assert _counts(other_tenant) == _counts(tenant)
