@@ -120,6 +120,9 @@ def test_a_stopped_slow_or_failing_server_never_holds_a_turn_and_loses_or_double
     manager, provider = manager_for(home, monkeypatch)
     try:
         manager.sync_all("Turn 1 with the server up", "ok", session_id="session-1")
+        # Hermes hands sync_turn to its own background thread: wait for it to reach the
+        # provider's buffer before waiting for the buffer to drain.
+        assert manager.flush_pending(30)
         # Generous on a busy machine: a write that misses its timeout is retried with backoff.
         assert provider.wait_idle(90)
         wait_for(lambda: manager.prefetch_all("Turn 1") != "", timeout=60,
@@ -146,6 +149,7 @@ def test_a_stopped_slow_or_failing_server_never_holds_a_turn_and_loses_or_double
         assert len(gave_up) == 1, [r.getMessage() for r in caplog.records]  # said once
 
         proxy.mode = "pass"
+        assert manager.flush_pending(30)
         assert provider.wait_idle(60)
         # Recall returns (on a busy machine a prefetch may still miss its half second).
         wait_for(lambda: manager.prefetch_all("Turn 1 with the server up"), timeout=60,

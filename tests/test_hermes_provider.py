@@ -597,6 +597,7 @@ def test_a_buffer_larger_than_one_request_is_sent_in_smaller_batches_in_order(
     said = [f"Turn {n}: " + "the deploy checklist needs the backup step. " * 140 for n in range(12)]
     for text in said:
         manager.sync_all(text, "Noted.", session_id="session-1")
+    assert manager.flush_pending(30)
     assert provider.wait_idle(120)
     turns = [t.content for t in _turns(tenant, "session-1") if t.speaker == "user"]
     assert turns == [text.strip() for text in said]
