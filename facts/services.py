@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib.postgres.search import SearchVector
+from django.contrib.postgres.search import SearchVectorField
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q, TextField, Value
-from django.db.models.expressions import CombinedExpression
+from django.db.models import F, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from facts.conflicts import fact_join, fact_near_duplicate
@@ -33,7 +33,7 @@ from facts.models import (
     Kind,
     Status,
 )
-from retrieval.text import analyze
+from retrieval.text import SEARCH_VECTOR_SQL, analyze
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.jobs import job_send_coalesced
@@ -64,30 +64,22 @@ def _snapshot(fact: Fact, fields: tuple[str, ...] = _AUDITED) -> dict[str, Any]:
     return {field: getattr(fact, field) for field in fields}
 
 
-def _search_vector(content: str) -> CombinedExpression:
+def _search_vector(content: str) -> RawSQL:
+    """A text's search vector, for an UPDATE (new facts get theirs from `_facts_insert`)."""
     analyzed = analyze(content)
-    return SearchVector(
-        Value(analyzed.latin, output_field=TextField()), config="english"
-    ) + SearchVector(Value(analyzed.han, output_field=TextField()), config="simple")
-
-
-# The same search vector as `_search_vector`, as SQL of two parameters: the text's Latin part
-# and its Han part.
-_SEARCH_VECTOR_SQL = (
-    "to_tsvector('english'::regconfig, %s::text) || to_tsvector('simple'::regconfig, %s::text)"
-)
+    # A constant statement; the text goes in as parameters.
+    return RawSQL(SEARCH_VECTOR_SQL, (analyzed.latin, analyzed.han), SearchVectorField())  # noqa: S611
 
 
 def _facts_insert(facts: list[Fact]) -> None:
-    """Insert new facts (their search vector not set: `_new_fact(..., search=False)`, a bundle's
-    import) with their search vectors, one statement per BULK_BATCH rows, and give each its
-    id. `bulk_create` did the same but compiled the search vector's expression for every row,
-    half the importing process's time."""
+    """Insert new facts (one, or an import's or a bundle's many) with their search vectors,
+    one statement per BULK_BATCH rows, and give each its id. `bulk_create` did the same but
+    compiled a search vector expression for every row, half the importing process's time."""
     fields = [
         f for f in Fact._meta.concrete_fields if not f.primary_key and f.name != "search_vector"
     ]
     columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
-    row = "(" + "%s, " * len(fields) + _SEARCH_VECTOR_SQL + ")"
+    row = "(" + "%s, " * len(fields) + SEARCH_VECTOR_SQL + ")"
     with connection.cursor() as cursor:
         for start in range(0, len(facts), BULK_BATCH):
             chunk = facts[start : start + BULK_BATCH]
@@ -216,7 +208,7 @@ def fact_add(
         try:
             with transaction.atomic():
                 fact = _new_fact(tenant, values, position, pinned)
-                fact.save(force_insert=True)
+                _facts_insert([fact])
         except IntegrityError as error:
             # Someone stored the same fact (or turn position) a moment ago.
             if kind == Kind.FACT and (existing := _existing_fact(tenant, values)) is not None:
@@ -283,7 +275,7 @@ def facts_add_many(
                     copies[i] = first_of[key]
                 else:
                     first_of[key] = i
-                    new[i] = _new_fact(tenant, row, None, draft.pinned, search=False)
+                    new[i] = _new_fact(tenant, row, None, draft.pinned)
                 continue
             session = row["session_id"]
             if session not in next_position:
@@ -294,7 +286,7 @@ def facts_add_many(
                 continue
             taken.add((session, position))
             next_position[session] = max(next_position[session], position + 1)
-            new[i] = _new_fact(tenant, row, position, draft.pinned, search=False)
+            new[i] = _new_fact(tenant, row, position, draft.pinned)
         try:
             with transaction.atomic():
                 _facts_insert(list(new.values()))
@@ -346,10 +338,8 @@ def _new_fact(
     values: dict[str, Any],
     position: int | None,
     pinned: bool,
-    *,
-    search: bool = True,
 ) -> Fact:
-    """A new fact's row; `search=False` leaves its search vector to `_facts_insert`."""
+    """A new fact's row, for `_facts_insert` (which makes its search vector)."""
     return Fact(
         tenant=tenant,
         position=position,
@@ -357,7 +347,6 @@ def _new_fact(
         importance=importance_of_new(
             trust=values["trust_score"], created_at=values["created_at"], pinned=pinned
         ),
-        search_vector=_search_vector(values["content"]) if search else None,
         **values,
     )
 

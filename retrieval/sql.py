@@ -15,6 +15,7 @@ import numpy as np
 from django.db import connection
 
 from retrieval.language import SQL_HAN
+from retrieval.text import SEARCH_VECTOR_SQL
 from tenants.scope import current_scope_limit, scope_sql
 
 
@@ -112,8 +113,7 @@ def query_terms(*, tenant_id: int, latin: str, han: str) -> list[tuple[str, int]
             "SELECT q.lexeme, coalesce(s.documents, (SELECT count(*) FROM (SELECT 1 FROM "  # noqa: S608 - the fragment is a constant
             "facts_fact f WHERE f.tenant_id = %s AND f.status = 'active' AND f.search_vector @@ "
             f"{_SQL_TSQUERY_LEXEME}::tsquery LIMIT %s) unseen)) "
-            "FROM (SELECT DISTINCT lexeme FROM unnest("
-            "to_tsvector('english', %s) || to_tsvector('simple', %s))) q "
+            f"FROM (SELECT DISTINCT lexeme FROM unnest({SEARCH_VECTOR_SQL})) q "
             "LEFT JOIN retrieval_lexemestat s ON s.tenant_id = %s AND s.lexeme = q.lexeme",
             [tenant_id, UNSEEN_COUNT_LIMIT, latin, han, tenant_id],
         )
@@ -459,8 +459,7 @@ def inactive_matches(*, tenant_id: int, latin: str, han: str, limit: int) -> lis
     is checked on each; the work is bounded by how many inactive facts the tenant has."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT array_agg(DISTINCT lexeme) FROM unnest("
-            "to_tsvector('english', %s) || to_tsvector('simple', %s))",
+            f"SELECT array_agg(DISTINCT lexeme) FROM unnest({SEARCH_VECTOR_SQL})",  # noqa: S608
             [latin, han],
         )
         lexemes = cursor.fetchone()[0] or []

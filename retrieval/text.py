@@ -27,6 +27,14 @@ _HAN_STOP = frozenset(
 )
 
 
+# A text's search vector (and a query's lexemes) in SQL, of two parameters: `analyze(text)`'s
+# `latin` and `han`. Stored facts and queries must spell their lexemes the same way, so every
+# statement that makes one uses this.
+SEARCH_VECTOR_SQL = (
+    "to_tsvector('english'::regconfig, %s::text) || to_tsvector('simple'::regconfig, %s::text)"
+)
+
+
 @dataclass(frozen=True)
 class Analyzed:
     latin: str  # for to_tsvector('english', ...)

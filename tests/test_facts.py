@@ -166,6 +166,23 @@ def test_the_search_vector_is_filled_for_chinese_and_english(tenant, system_acto
         assert cursor.fetchone() == (True, True, True, True)
 
 
+def test_an_edited_fact_is_found_by_its_new_words_and_not_its_old(tenant, owner_actor) -> None:
+    fact = add(tenant, owner_actor, content="老王下周三去上海出差, hiking with Alice").fact
+    services.fact_update(
+        tenant=tenant, fact_id=fact.pk, actor=owner_actor,
+        changes=FactChanges(content="老王下周三去北京开会, swimming with Bob"),
+    )  # fmt: skip
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT search_vector @@ to_tsquery('simple', '上海'), "
+            "search_vector @@ to_tsquery('english', 'hikes'), "
+            "search_vector @@ to_tsquery('simple', '北京'), "
+            "search_vector @@ to_tsquery('english', 'swims') FROM facts_fact WHERE id = %s",
+            [fact.pk],
+        )
+        assert cursor.fetchone() == (False, False, True, True)
+
+
 # -- entities ---------------------------------------------------------------------------------
 
 
