@@ -7,6 +7,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, connections
@@ -124,12 +125,18 @@ def facts_embed_batch(
         return len(facts)
 
 
-def facts_embed_all(*, tenant: Tenant, seconds: float | None = None) -> int:
+@dataclass(frozen=True)
+class EmbedRun:
+    done: int  # facts embedded
+    cut: bool  # stopped at its time limit: facts may be left
+
+
+def facts_embed_all(*, tenant: Tenant, seconds: float | None = None) -> EmbedRun:
     """Embed the tenant's waiting facts until none is left, or until `seconds` have passed (no
-    batch is begun after that); returns how many. Two threads take batches side by side, and
-    only one embeds at a time (the embedder has the cores to itself): while one thread's batch
-    is written (PostgreSQL adding the vectors to the HNSW index, on one core), the other's is
-    being embedded.
+    batch is begun after that); returns how many, and whether time ran out. Two threads take
+    batches side by side, and only one embeds at a time (the embedder has the cores to itself):
+    while one thread's batch is written (PostgreSQL adding the vectors to the HNSW index, on
+    one core), the other's is being embedded.
 
     A thread that finds nothing to claim while the other is inside a batch waits for that
     batch to end and looks again (the rows it could not claim were the other's, and more facts
@@ -145,10 +152,14 @@ def facts_embed_all(*, tenant: Tenant, seconds: float | None = None) -> int:
     turn = threading.Condition()
     inside = [0]  # threads inside a batch
     ended = [0]  # batches ended, by both threads
+    cut = threading.Event()
 
     def drain() -> int:
         done = 0
-        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+        while not stop.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                cut.set()
+                break
             with turn:
                 inside[0] += 1
             try:
@@ -182,7 +193,7 @@ def facts_embed_all(*, tenant: Tenant, seconds: float | None = None) -> int:
         except BaseException:
             stop.set()
             raise
-        return mine + other.result()
+        return EmbedRun(done=mine + other.result(), cut=cut.is_set())
 
 
 def embedding_backlog(*, tenant: Tenant) -> bool:

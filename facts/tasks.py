@@ -48,11 +48,10 @@ EMBED_TASK_S = 120.0
 def facts_embed_pending(tenant: Tenant) -> int:
     """Embed the tenant's unembedded active facts, a batch at a time, for up to `EMBED_TASK_S`;
     then a fresh message of itself takes the rest. Idempotent."""
-    started = time.monotonic()
-    done = facts_embed_all(tenant=tenant, seconds=EMBED_TASK_S)
-    if time.monotonic() - started >= EMBED_TASK_S:
+    run = facts_embed_all(tenant=tenant, seconds=EMBED_TASK_S)
+    if run.cut:
         job_send_coalesced("facts.tasks.facts_embed_pending", tenant.pk)
-    if done:
+    if done := run.done:
         vector_switch_finish()  # this tenant may have been the last one a new model waited for
         # New vectors: look for disagreements (one message per window, however many batches).
         job_send_coalesced("facts.tasks.facts_check_conflicts", tenant.pk)

@@ -7,6 +7,8 @@ import functools
 import json
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 import numpy as np
 import pytest
@@ -32,6 +34,18 @@ def test_a_vector_reaches_the_database_bit_for_bit() -> None:
             assert np.array_equal(back, row)
 
 
+def _wrap_embedder(monkeypatch, around: Callable[[], AbstractContextManager[None]]) -> None:
+    """Every call of the configured embedder runs inside `around()`."""
+    embedder = configured_embedder()
+    real = type(embedder).embed
+
+    def wrapped(self, texts, **kwargs):
+        with around():
+            return real(self, texts, **kwargs)
+
+    monkeypatch.setattr(type(embedder), "embed", wrapped)
+
+
 # Committed for real: the second thread has its own connection and sees only committed rows.
 @pytest.mark.django_db(transaction=True)
 def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
@@ -42,25 +56,24 @@ def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
     monkeypatch.setattr(
         embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
     )
-    embedder = configured_embedder()
-    real = type(embedder).embed
     busy, most, threads = [0], [0], set()
     guard = threading.Lock()
 
-    def watched(self, texts, **kwargs):
+    @contextmanager
+    def watched() -> Iterator[None]:
         with guard:
             busy[0] += 1
             most[0] = max(most[0], busy[0])
             threads.add(threading.get_ident())
         try:
             time.sleep(0.2)  # long enough for the other thread to claim its batch meanwhile
-            return real(self, texts, **kwargs)
+            yield
         finally:
             with guard:
                 busy[0] -= 1
 
-    monkeypatch.setattr(type(embedder), "embed", watched)
-    assert facts_embed_all(tenant=tenant) == 14
+    _wrap_embedder(monkeypatch, watched)
+    assert facts_embed_all(tenant=tenant).done == 14
     assert most[0] == 1, "never two embeddings at once: each has the cores to itself"
     assert len(threads) == 2, "both threads took batches"
     with tenant_scope(tenant):
@@ -69,7 +82,7 @@ def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
         assert sorted(per_fact) == sorted(
             Fact.objects.for_tenant(tenant).values_list("pk", flat=True)
         )
-    assert facts_embed_all(tenant=tenant) == 0
+    assert facts_embed_all(tenant=tenant).done == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -84,8 +97,6 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
     monkeypatch.setattr(
         embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
     )
-    embedder = configured_embedder()
-    real = type(embedder).embed
     calls: list[int] = []
 
     def rest_of_the_load() -> None:
@@ -95,7 +106,8 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
         finally:
             connection.close()  # this thread's own connection
 
-    def watched(self, texts, **kwargs):
+    @contextmanager
+    def watched() -> Iterator[None]:
         calls.append(threading.get_ident())
         if len(calls) == 1:
             time.sleep(0.3)  # the other thread claims nothing meanwhile
@@ -103,10 +115,10 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
             loader.start()
             loader.join()
         time.sleep(0.05)
-        return real(self, texts, **kwargs)
+        yield
 
-    monkeypatch.setattr(type(embedder), "embed", watched)
-    assert facts_embed_all(tenant=tenant) == 15
+    _wrap_embedder(monkeypatch, watched)
+    assert facts_embed_all(tenant=tenant).done == 15
     assert len(calls) == 5
     assert len(set(calls[1:])) == 2, "both threads took batches of the later parts"
     with tenant_scope(tenant):
@@ -114,14 +126,12 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
 
 
 def _slow_embedder(monkeypatch, seconds: float) -> None:
-    embedder = configured_embedder()
-    real = type(embedder).embed
-
-    def slow(self, texts, **kwargs):
+    @contextmanager
+    def slow() -> Iterator[None]:
         time.sleep(seconds)
-        return real(self, texts, **kwargs)
+        yield
 
-    monkeypatch.setattr(type(embedder), "embed", slow)
+    _wrap_embedder(monkeypatch, slow)
 
 
 def _waiting(tenant) -> int:
