@@ -14,6 +14,7 @@ from facts.curation import relink_fail, relink_run, relink_sweep
 from facts.embedding import (
     embedding_backlog,
     facts_embed_all,
+    tables_analyze_stale,
     tenants_with_pending_embeddings,
 )
 from facts.importance import importance_due, importance_recompute_due
@@ -52,6 +53,7 @@ def facts_embed_pending(tenant: Tenant) -> int:
     if run.cut:
         job_send_coalesced("facts.tasks.facts_embed_pending", tenant.pk)
     if done := run.done:
+        tables_analyze_stale()  # a bulk load's facts are planned as what they are
         vector_switch_finish()  # this tenant may have been the last one a new model waited for
         # New vectors: look for disagreements (one message per window, however many batches).
         job_send_coalesced("facts.tasks.facts_check_conflicts", tenant.pk)

@@ -11,7 +11,7 @@ from celery.signals import worker_init, worker_ready
 from django.db import DatabaseError, close_old_connections
 
 from memoryadmin.services import heartbeat_record
-from retrieval.embedders.base import SPIN_ENV
+from retrieval.embedders.base import SPIN_ENV, STREAMS_ENV
 
 logger = logging.getLogger(__name__)
 
@@ -22,8 +22,14 @@ def _embedder_without_spinning(**_: Any) -> None:
     with PostgreSQL indexing its vectors and with the processes storing facts, and its idle
     threads spinning took their time. With one worker importing 2,000 facts, end to end went
     from 171, 162 and 170 facts/s to 181, 177 and 179 (`README.md`, Measured). An operator's
-    MNEMOSYNE_EMBED_SPIN wins."""
+    MNEMOSYNE_EMBED_SPIN wins.
+
+    Its embedding runs in two streams, each with its own copy of the model on half the
+    process's threads (`facts.embedding.facts_embed_all`), when it has two threads or more: two
+    one-thread sessions side by side embed more texts per second than one session of two
+    threads (`README.md`, Measured). An operator's MNEMOSYNE_EMBED_STREAMS wins."""
     os.environ.setdefault(SPIN_ENV, "0")
+    os.environ.setdefault(STREAMS_ENV, "2")
 
 
 @worker_ready.connect

@@ -136,10 +136,11 @@ def vector_model_register(embedder: Embedder, spec: str) -> VectorModel:
     return known
 
 
-def configured_embedder() -> Embedder:
-    """The configured embedder, registered (once per process) as a vector model."""
+def configured_embedder(copy: int = 0) -> Embedder:
+    """The configured embedder, registered (once per process) as a vector model; `copy`: that
+    embedding stream's own (`retrieval.embedders.base.resolve_streams`)."""
     spec = settings.MNEMOSYNE_EMBEDDER
-    embedder = get_embedder(spec, settings.MNEMOSYNE_MODEL_DIR)
+    embedder = get_embedder(spec, settings.MNEMOSYNE_MODEL_DIR, copy=copy)
     key = (embedder.name, embedder.dimension)
     if key not in _registered:
         vector_model_register(embedder, spec)
@@ -164,10 +165,10 @@ def serving_space() -> Space | None:
     return space
 
 
-def embedder_for(space: Space) -> Embedder:
-    """The embedder of a recorded model; a clear error when it cannot be built any more or no
-    longer gives what was recorded."""
-    configured = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
+def embedder_for(space: Space, copy: int = 0) -> Embedder:
+    """The embedder of a recorded model (`copy`: that embedding stream's own); a clear error
+    when it cannot be built any more or no longer gives what was recorded."""
+    configured = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR, copy=copy)
     if configured.name == space.name:
         embedder = configured
     elif not space.spec:
@@ -176,7 +177,7 @@ def embedder_for(space: Space) -> Embedder:
             "recorded: configure it again (MNEMOSYNE_EMBEDDER) until the switch is done"
         )
     else:
-        embedder = get_embedder(space.spec, settings.MNEMOSYNE_MODEL_DIR)
+        embedder = get_embedder(space.spec, settings.MNEMOSYNE_MODEL_DIR, copy=copy)
     if embedder.name != space.name or embedder.dimension != space.dimension:
         raise VectorModelMismatch(
             f"MNEMOSYNE_EMBEDDER={space.spec!r} now gives {embedder.name!r} "
@@ -186,15 +187,16 @@ def embedder_for(space: Space) -> Embedder:
     return embedder
 
 
-def embedding_targets() -> list[tuple[Space, Embedder]]:
+def embedding_targets(copy: int = 0) -> list[tuple[Space, Embedder]]:
     """The models a new vector is made for: the configured one and, while another still serves,
-    that one too (so a fact stored during a switch is found before the switch is done)."""
-    configured = configured_embedder()
+    that one too (so a fact stored during a switch is found before the switch is done); `copy`:
+    the embedding stream's own copies."""
+    configured = configured_embedder(copy)
     targets = [(Space(configured.name, configured.dimension, ""), configured)]
     serving = serving_space()
     if serving is not None and serving.name != configured.name:
         try:
-            targets.append((serving, embedder_for(serving)))
+            targets.append((serving, embedder_for(serving, copy)))
         except EmbedderError as error:
             logger.warning("vectors of the serving model %s not made: %s", serving.name, error)
     return targets

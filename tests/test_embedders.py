@@ -27,6 +27,7 @@ from retrieval.embedders import (
     get_embedder,
     resolve_threads,
 )
+from retrieval.embedders.base import STREAMS_ENV, THREADS_ENV, resolve_streams, stream_threads
 from retrieval.embedders.e5_convert import write_atomically
 
 REPO = Path(__file__).resolve().parent.parent
@@ -310,6 +311,34 @@ def test_threads_come_from_argument_then_environment(monkeypatch, minilm_dir, ca
         embedder_from_spec(f"onnx:{minilm_dir}", cache_dir=cache_dir)
 
 
+def _threads(embedder) -> int:
+    return embedder._runner.session.get_session_options().intra_op_num_threads
+
+
+def test_each_embedding_stream_has_its_own_copy_with_a_share_of_the_threads(
+    monkeypatch, minilm_dir, cache_dir
+) -> None:
+    spec = f"onnx:{minilm_dir}"
+    monkeypatch.setenv(THREADS_ENV, "2")
+    monkeypatch.delenv(STREAMS_ENV, raising=False)
+    assert (resolve_streams(), stream_threads()) == (1, 2)
+    whole = get_embedder(spec, cache_dir)
+    assert _threads(whole) == 2
+    monkeypatch.setenv(STREAMS_ENV, "2")  # as a worker runs
+    assert (resolve_streams(), stream_threads()) == (2, 1)
+    first, second = get_embedder(spec, cache_dir), get_embedder(spec, cache_dir, copy=1)
+    assert len({id(whole), id(first), id(second)}) == 3
+    assert _threads(first) == _threads(second) == 1
+    assert get_embedder(spec, cache_dir, copy=1) is second, "each copy is loaded once"
+    assert np.array_equal(first.embed(["Alice likes tea"]), second.embed(["Alice likes tea"]))
+    monkeypatch.setenv(THREADS_ENV, "1")
+    assert (resolve_streams(), stream_threads()) == (1, 1), "no more streams than threads"
+    for wrong in ("many", "0"):
+        monkeypatch.setenv(STREAMS_ENV, wrong)
+        with pytest.raises(EmbedderError, match=STREAMS_ENV):
+            resolve_streams()
+
+
 def _spins(embedder) -> bool:
     options = embedder._runner.session.get_session_options()
     try:
@@ -318,21 +347,25 @@ def _spins(embedder) -> bool:
         return True
 
 
-def test_a_workers_embedder_lets_its_idle_threads_sleep(monkeypatch, minilm_dir, cache_dir) -> None:
+def test_a_workers_embedder_lets_its_idle_threads_sleep_and_runs_two_streams(
+    monkeypatch, minilm_dir, cache_dir
+) -> None:
     from memoryadmin.signals import _embedder_without_spinning as on_worker_init
     from retrieval.embedders.base import SPIN_ENV
 
-    monkeypatch.setenv(SPIN_ENV, "1")
-    monkeypatch.delenv(SPIN_ENV)
+    for name in (SPIN_ENV, STREAMS_ENV):
+        monkeypatch.setenv(name, "1")
+        monkeypatch.delenv(name)
     assert _spins(embedder_from_spec(f"onnx:{minilm_dir}", cache_dir=cache_dir))
     # Connected to Celery's worker_init (sending that signal here would install Celery's
     # Django fix-up in the test process).
     on_worker_init()
-    assert os.environ[SPIN_ENV] == "0"
+    assert (os.environ[SPIN_ENV], os.environ[STREAMS_ENV]) == ("0", "2")
     assert not _spins(embedder_from_spec(f"onnx:{minilm_dir}", cache_dir=cache_dir))
     monkeypatch.setenv(SPIN_ENV, "1")  # an operator's choice wins
+    monkeypatch.setenv(STREAMS_ENV, "1")
     on_worker_init()
-    assert os.environ[SPIN_ENV] == "1"
+    assert (os.environ[SPIN_ENV], os.environ[STREAMS_ENV]) == ("1", "1")
     monkeypatch.setenv(SPIN_ENV, "fast")
     with pytest.raises(EmbedderError, match=SPIN_ENV):
         embedder_from_spec(f"onnx:{minilm_dir}", cache_dir=cache_dir)

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from facts import embedding
 from facts.embedding import facts_embed_all
 from facts.models import Fact, FactVector
 from facts.services import fact_import
+from retrieval.embedders.base import STREAMS_ENV, THREADS_ENV
 from retrieval.sql import vector_literal
 from retrieval.vectors import configured_embedder
 from tenants.scope import tenant_scope
@@ -34,13 +36,13 @@ def test_a_vector_reaches_the_database_bit_for_bit() -> None:
             assert np.array_equal(back, row)
 
 
-def _wrap_embedder(monkeypatch, around: Callable[[], AbstractContextManager[None]]) -> None:
-    """Every call of the configured embedder runs inside `around()`."""
+def _wrap_embedder(monkeypatch, around: Callable[[Any], AbstractContextManager[None]]) -> None:
+    """Every call of the configured embedder (any copy of it) runs inside `around(copy)`."""
     embedder = configured_embedder()
     real = type(embedder).embed
 
     def wrapped(self, texts, **kwargs):
-        with around():
+        with around(self):
             return real(self, texts, **kwargs)
 
     monkeypatch.setattr(type(embedder), "embed", wrapped)
@@ -51,6 +53,8 @@ def _wrap_embedder(monkeypatch, around: Callable[[], AbstractContextManager[None
 def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
     tenant, system_actor, monkeypatch
 ) -> None:
+    """One embedding stream (a web process's, or a worker's with a single thread)."""
+    monkeypatch.setenv(STREAMS_ENV, "1")
     lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(14)]
     fact_import(tenant=tenant, lines=lines, actor=system_actor)
     monkeypatch.setattr(
@@ -60,7 +64,7 @@ def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
     guard = threading.Lock()
 
     @contextmanager
-    def watched() -> Iterator[None]:
+    def watched(_: Any) -> Iterator[None]:
         with guard:
             busy[0] += 1
             most[0] = max(most[0], busy[0])
@@ -86,6 +90,46 @@ def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_with_two_streams_the_threads_embed_side_by_side_each_with_its_own_copy(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """As a worker runs (two streams on two threads): both embed at once, each with a copy of
+    the model of its own, and every fact gets its vector once."""
+    monkeypatch.setenv(THREADS_ENV, "2")
+    monkeypatch.setenv(STREAMS_ENV, "2")
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(14)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    monkeypatch.setattr(
+        embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
+    )
+    busy, most, copies = [0], [0], set()
+    guard = threading.Lock()
+
+    @contextmanager
+    def watched(copy: Any) -> Iterator[None]:
+        with guard:
+            busy[0] += 1
+            most[0] = max(most[0], busy[0])
+            copies.add(id(copy))
+        try:
+            time.sleep(0.2)
+            yield
+        finally:
+            with guard:
+                busy[0] -= 1
+
+    _wrap_embedder(monkeypatch, watched)
+    assert facts_embed_all(tenant=tenant).done == 14
+    assert most[0] == 2, "two embeddings at once"
+    assert len(copies) == 2, "each with its own copy of the model"
+    with tenant_scope(tenant):
+        per_fact = FactVector.objects.for_tenant(tenant).values_list("fact_id", flat=True)
+        assert sorted(per_fact) == sorted(
+            Fact.objects.for_tenant(tenant).values_list("pk", flat=True)
+        )
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
     tenant, system_actor, monkeypatch
 ) -> None:
@@ -107,7 +151,7 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
             connection.close()  # this thread's own connection
 
     @contextmanager
-    def watched() -> Iterator[None]:
+    def watched(_: Any) -> Iterator[None]:
         calls.append(threading.get_ident())
         if len(calls) == 1:
             time.sleep(0.3)  # the other thread claims nothing meanwhile
@@ -127,7 +171,7 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
 
 def _slow_embedder(monkeypatch, seconds: float) -> None:
     @contextmanager
-    def slow() -> Iterator[None]:
+    def slow(_: Any) -> Iterator[None]:
         time.sleep(seconds)
         yield
 
@@ -192,3 +236,43 @@ def test_an_error_in_one_thread_stops_the_other_after_its_batch(
     with pytest.raises(SoftTimeLimitExceeded):
         facts_embed_all(tenant=tenant)
     assert 3 <= 30 - _waiting(tenant) <= 12, "the other thread stopped after its batch"
+
+
+def _last_analysed() -> dict[str, object]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, last_analyze FROM pg_stat_all_tables "
+            "WHERE relname IN ('facts_fact', 'facts_factvector', 'facts_factentity')"
+        )
+        return dict(cursor.fetchall())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_embedding_task_has_the_tables_a_bulk_load_changed_analysed(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """Right after a bulk load, before autovacuum came round, PostgreSQL planned the new
+    tenant's conflict checks as if it had no rows: 60 s for 200 facts instead of 0.3 s. The
+    task that embedded the load has the tables it changed analysed (through the owner's
+    function: the runtime role these tests run as cannot ANALYZE)."""
+    from facts import tasks
+
+    monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 20)
+    monkeypatch.setattr(embedding, "ANALYZE_MIN_FRACTION", 0.0)
+    before = _last_analysed()
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(30)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    with connection.cursor() as cursor:
+        # A process's counts of changed rows are published within a second or so; a worker
+        # embedding a load comes later than that. Here they are published at once.
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+    assert tasks.facts_embed_pending(tenant.pk) == 30
+    after = _last_analysed()
+    assert after["facts_fact"] is not None and after["facts_fact"] != before["facts_fact"]
+    assert "facts_fact" not in embedding.tables_analyze_stale(), "unchanged since: not again"
+    monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 1000)
+    fact_import(tenant=tenant, lines=[json.dumps({"content": "One more rack."})],
+                actor=system_actor)  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+    assert "facts_fact" not in embedding.tables_analyze_stale(), "a few changes: left to autovacuum"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Embedder, EmbedderError
+from .base import Embedder, EmbedderError, stream_threads
 
 # Measured with this code (speaker-prefixed turns, one per unit): e5 int8 R@10 .53 on LoCoMo dev
 # (USE .33) and R@1 .95 on CMRC dev (USE .67), at about a fifth of USE's speed.
@@ -20,8 +20,8 @@ SPEC_HELP = (
 )
 PROBE_TEXT = "Mnemosyne 健康检查: the memory store is alive."
 
-_cache: dict[tuple[str, str, int | None], Embedder] = {}
-_key_locks: dict[tuple[str, str, int | None], threading.Lock] = {}
+_cache: dict[tuple[str, str, int, int], Embedder] = {}
+_key_locks: dict[tuple[str, str, int, int], threading.Lock] = {}
 _registry_lock = threading.Lock()
 
 
@@ -49,19 +49,24 @@ def embedder_from_spec(spec: str, *, cache_dir: Path, threads: int | None = None
     raise EmbedderError(f"unknown embedder spec {spec!r}: {SPEC_HELP}")
 
 
-def get_embedder(spec: str, cache_dir: Path, *, threads: int | None = None) -> Embedder:
-    """The process-wide embedder for `spec`, loaded on first use.
+def get_embedder(
+    spec: str, cache_dir: Path, *, threads: int | None = None, copy: int = 0
+) -> Embedder:
+    """The process-wide embedder for `spec`, loaded on first use: with `threads` threads (by
+    default each embedding stream's share, `stream_threads`), and `copy` 1, 2, ... for the
+    further streams' own copies (`resolve_streams`).
 
     A lock per spec lets two threads asking for the same model wait for one load instead of
     loading it twice; a failed load is not remembered, so it is retried on the next call.
     """
-    fast = (spec, str(cache_dir), threads)
+    threads = stream_threads() if threads is None else threads
+    fast = (spec, str(cache_dir), threads, copy)
     found = _cache.get(fast)  # the hot path: no lock, no file system
     if found is not None:
         return found
     # "default" and "e5" are one model: one load, one copy in memory.
     canonical = DEFAULT_SPEC if spec.strip() == "default" else spec.strip()
-    key = (canonical, str(Path(cache_dir).resolve()), threads)
+    key = (canonical, str(Path(cache_dir).resolve()), threads, copy)
     with _registry_lock:
         if key in _cache:
             _cache[fast] = _cache[key]
