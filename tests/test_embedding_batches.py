@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,50 @@ def _wrap_embedder(monkeypatch, around: Callable[[Any], AbstractContextManager[N
     monkeypatch.setattr(type(embedder), "embed", wrapped)
 
 
+@dataclass
+class _Watched:
+    most: int = 0  # embeddings at once, at most
+    threads: set[int] = field(default_factory=set)
+    copies: set[int] = field(default_factory=set)  # the embedder objects that embedded
+
+
+def _fourteen_facts_watched(tenant, actor, monkeypatch) -> _Watched:
+    """14 facts to embed in batches of 3, each embedding slow enough (0.2 s) for another thread
+    to claim its batch meanwhile; what the embeddings did is watched."""
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(14)]
+    fact_import(tenant=tenant, lines=lines, actor=actor)
+    monkeypatch.setattr(
+        embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
+    )
+    seen, busy, guard = _Watched(), [0], threading.Lock()
+
+    @contextmanager
+    def watched(copy: Any) -> Iterator[None]:
+        with guard:
+            busy[0] += 1
+            seen.most = max(seen.most, busy[0])
+            seen.threads.add(threading.get_ident())
+            seen.copies.add(id(copy))
+        try:
+            time.sleep(0.2)
+            yield
+        finally:
+            with guard:
+                busy[0] -= 1
+
+    _wrap_embedder(monkeypatch, watched)
+    return seen
+
+
+def _each_fact_has_one_vector(tenant) -> None:
+    with tenant_scope(tenant):
+        assert not Fact.objects.for_tenant(tenant).filter(embedding_model="").exists()
+        per_fact = FactVector.objects.for_tenant(tenant).values_list("fact_id", flat=True)
+        assert sorted(per_fact) == sorted(
+            Fact.objects.for_tenant(tenant).values_list("pk", flat=True)
+        )
+
+
 # Committed for real: the second thread has its own connection and sees only committed rows.
 @pytest.mark.django_db(transaction=True)
 def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
@@ -55,37 +100,11 @@ def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
 ) -> None:
     """One embedding stream (a web process's, or a worker's with a single thread)."""
     monkeypatch.setenv(STREAMS_ENV, "1")
-    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(14)]
-    fact_import(tenant=tenant, lines=lines, actor=system_actor)
-    monkeypatch.setattr(
-        embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
-    )
-    busy, most, threads = [0], [0], set()
-    guard = threading.Lock()
-
-    @contextmanager
-    def watched(_: Any) -> Iterator[None]:
-        with guard:
-            busy[0] += 1
-            most[0] = max(most[0], busy[0])
-            threads.add(threading.get_ident())
-        try:
-            time.sleep(0.2)  # long enough for the other thread to claim its batch meanwhile
-            yield
-        finally:
-            with guard:
-                busy[0] -= 1
-
-    _wrap_embedder(monkeypatch, watched)
+    seen = _fourteen_facts_watched(tenant, system_actor, monkeypatch)
     assert facts_embed_all(tenant=tenant).done == 14
-    assert most[0] == 1, "never two embeddings at once: each has the cores to itself"
-    assert len(threads) == 2, "both threads took batches"
-    with tenant_scope(tenant):
-        assert not Fact.objects.for_tenant(tenant).filter(embedding_model="").exists()
-        per_fact = FactVector.objects.for_tenant(tenant).values_list("fact_id", flat=True)
-        assert sorted(per_fact) == sorted(
-            Fact.objects.for_tenant(tenant).values_list("pk", flat=True)
-        )
+    assert seen.most == 1, "never two embeddings at once: each has the cores to itself"
+    assert len(seen.threads) == 2, "both threads took batches"
+    _each_fact_has_one_vector(tenant)
     assert facts_embed_all(tenant=tenant).done == 0
 
 
@@ -97,36 +116,11 @@ def test_with_two_streams_the_threads_embed_side_by_side_each_with_its_own_copy(
     the model of its own, and every fact gets its vector once."""
     monkeypatch.setenv(THREADS_ENV, "2")
     monkeypatch.setenv(STREAMS_ENV, "2")
-    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(14)]
-    fact_import(tenant=tenant, lines=lines, actor=system_actor)
-    monkeypatch.setattr(
-        embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
-    )
-    busy, most, copies = [0], [0], set()
-    guard = threading.Lock()
-
-    @contextmanager
-    def watched(copy: Any) -> Iterator[None]:
-        with guard:
-            busy[0] += 1
-            most[0] = max(most[0], busy[0])
-            copies.add(id(copy))
-        try:
-            time.sleep(0.2)
-            yield
-        finally:
-            with guard:
-                busy[0] -= 1
-
-    _wrap_embedder(monkeypatch, watched)
+    seen = _fourteen_facts_watched(tenant, system_actor, monkeypatch)
     assert facts_embed_all(tenant=tenant).done == 14
-    assert most[0] == 2, "two embeddings at once"
-    assert len(copies) == 2, "each with its own copy of the model"
-    with tenant_scope(tenant):
-        per_fact = FactVector.objects.for_tenant(tenant).values_list("fact_id", flat=True)
-        assert sorted(per_fact) == sorted(
-            Fact.objects.for_tenant(tenant).values_list("pk", flat=True)
-        )
+    assert seen.most == 2, "two embeddings at once"
+    assert len(seen.copies) == 2, "each with its own copy of the model"
+    _each_fact_has_one_vector(tenant)
 
 
 @pytest.mark.django_db(transaction=True)
