@@ -27,7 +27,13 @@ from retrieval.embedders import (
     get_embedder,
     resolve_threads,
 )
-from retrieval.embedders.base import STREAMS_ENV, THREADS_ENV, resolve_streams, stream_threads
+from retrieval.embedders.base import (
+    STREAMS_ENV,
+    THREADS_ENV,
+    resolve_streams,
+    stream_threads,
+    text_lengths,
+)
 from retrieval.embedders.e5_convert import write_atomically
 
 REPO = Path(__file__).resolve().parent.parent
@@ -190,6 +196,27 @@ def test_batching_keeps_each_text_in_its_row(e5) -> None:
     alone = np.concatenate([e5.embed([t]) for t in (texts[0], texts[17], texts[39])])
     # int8 activations are scaled per batch, so a text's vector moves a hair with its batch.
     assert np.min(np.sum(together[[0, 17, 39]] * alone, axis=1)) > 0.99
+
+
+@pytest.mark.parametrize("backend", ["e5", "minilm"])
+def test_texts_are_measured_in_the_tokens_the_model_pads_where_it_can_count_them(
+    backend: str, request
+) -> None:
+    """The worker sorts a batch by these before it cuts it into runs: a long word is one
+    character-count but many tokens, a run of short words many characters but few tokens."""
+    embedder = request.getfixturevalue(backend)
+    texts = [
+        "Pneumonoultramicroscopicsilicovolcanoconiosis",
+        "a b c d e f g h i j k l m n o p q r s t",
+    ]
+    assert len(texts[0]) > len(texts[1])
+    counts = text_lengths(embedder, texts)
+    assert counts[0] < counts[1], "fewer tokens, though more characters"
+
+    class Plain:  # an embedder that cannot count its tokens: characters stand in
+        pass
+
+    assert text_lengths(Plain(), texts) == [len(t) for t in texts]  # type: ignore[arg-type]
 
 
 def test_text_longer_than_512_tokens_is_truncated_not_refused(e5) -> None:

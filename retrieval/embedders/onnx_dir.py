@@ -153,6 +153,10 @@ class OnnxDirEmbedder:
             )
         return pooled
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text, to sort texts by before they are cut into runs."""
+        return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+
     def embed(self, texts: Sequence[str], *, purpose: Purpose = "passage") -> np.ndarray:
         items = check_texts(texts, purpose)
         if not items:
