@@ -37,6 +37,36 @@ def test_a_vector_reaches_the_database_bit_for_bit() -> None:
             assert np.array_equal(back, row)
 
 
+@pytest.mark.django_db
+def test_the_workers_vectors_reach_the_database_bit_for_bit(tenant, system_actor) -> None:
+    """As the embedding task writes them (one binary parameter of their floats, each vector cut
+    out in the database), of two models and sizes at once (a model switch), replacing one."""
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(5)]
+    ids = [
+        line.fact_id for line in fact_import(tenant=tenant, lines=lines, actor=system_actor).lines
+    ]
+    rng = np.random.default_rng(5)
+    rows = [rng.standard_normal(384).astype(np.float32) for _ in range(5)]
+    rows[0][:3] = [1e-38, -3.4028235e38, 0.1]  # tiny, huge, and a decimal float32 cannot hold
+    small = [rng.standard_normal(8).astype(np.float32) for _ in range(2)]
+    with tenant_scope(tenant):
+        embedding.vectors_write(tenant=tenant, fact_ids=ids[:2], models=["m"] * 2,
+                                vectors=[np.zeros(384, dtype=np.float32)] * 2)  # fmt: skip
+        embedding.vectors_write(tenant=tenant, fact_ids=[*ids, *ids[:2]],
+                                models=["m"] * 5 + ["small"] * 2, vectors=[*rows, *small])  # fmt: skip
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT fact_id, model, dimension, embedding::real[] FROM facts_factvector "
+                "WHERE tenant_id = %s",
+                [tenant.pk],
+            )
+            stored = {(f, m): (d, np.array(e, dtype=np.float32)) for f, m, d, e in cursor}
+    assert len(stored) == 7, "the first two replaced, not added"
+    for fact_id, row in zip([*ids, *ids[:2]], [*rows, *small], strict=True):
+        dimension, back = stored[(fact_id, "m" if len(row) == 384 else "small")]
+        assert dimension == len(row) and np.array_equal(back, row)
+
+
 def _wrap_embedder(monkeypatch, around: Callable[[Any], AbstractContextManager[None]]) -> None:
     """Every call of the configured embedder (any copy of it) runs inside `around(copy)`."""
     embedder = configured_embedder()
