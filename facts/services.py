@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from django.contrib.postgres.search import SearchVectorField
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
@@ -74,13 +75,25 @@ def _search_vector(content: str) -> RawSQL:
 def _facts_insert(facts: list[Fact]) -> None:
     """Insert new facts (one, or an import's or a bundle's many) with their search vectors,
     one statement per BULK_BATCH rows, and give each its id. `bulk_create` did the same but
-    compiled a search vector expression for every row, half the importing process's time."""
+    compiled a search vector expression for every row, half the importing process's time.
+
+    The statement is written with PostgreSQL's own placeholders ($1, $2, ...) and sent through
+    a raw cursor, which binds on the server: psycopg rewrites a statement with %s placeholders
+    itself, and for one this long (too long for its cache) that took 0.40 s of the 0.46 s the
+    importing process spent here for 2,000 facts."""
     fields = [
         f for f in Fact._meta.concrete_fields if not f.primary_key and f.name != "search_vector"
     ]
     columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
-    row = "(" + "%s, " * len(fields) + SEARCH_VECTOR_SQL + ")"
-    with connection.cursor() as cursor:
+    width = len(fields) + 2  # the fields, then the search vector's two texts
+
+    def row(first: int) -> str:
+        values = [f"${first + n}" for n in range(len(fields))]
+        search = SEARCH_VECTOR_SQL % (f"${first + len(fields)}", f"${first + len(fields) + 1}")
+        return f"({', '.join(values)}, {search})"
+
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.RawCursor(connection.connection) as cursor:
         for start in range(0, len(facts), BULK_BATCH):
             chunk = facts[start : start + BULK_BATCH]
             params: list[Any] = []
@@ -88,10 +101,11 @@ def _facts_insert(facts: list[Fact]) -> None:
                 params += [f.get_db_prep_save(f.pre_save(fact, True), connection) for f in fields]
                 analyzed = analyze(fact.content)
                 params += [analyzed.latin, analyzed.han]
+            rows = ", ".join(row(1 + n * width) for n in range(len(chunk)))
             cursor.execute(
                 # Columns of the model and placeholders only; every value is a parameter.
-                f"INSERT INTO facts_fact ({columns}, search_vector) "  # noqa: S608
-                f"VALUES {', '.join([row] * len(chunk))} RETURNING id",
+                f"INSERT INTO facts_fact ({columns}, search_vector) VALUES {rows} "  # noqa: S608
+                "RETURNING id",
                 params,
             )
             for fact, (pk,) in zip(chunk, cursor.fetchall(), strict=True):
