@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import psycopg
-from django.db import connection, connections
-from django.db.models import Q
+from django.db import connection, connections, transaction
+from django.db.models import Q, QuerySet
 
 from facts.models import Fact, Kind, Status
 from retrieval.embedders.base import DEFAULT_BATCH_SIZE, Embedder, resolve_streams, text_lengths
@@ -80,7 +80,10 @@ class EmbedStreams:
     embedding whole batches of its own, the last two batches of a load of 2,000 facts ended up
     to 1.4 s apart, one core idle meanwhile. Runs cut from a sorted batch of 256 pad as little
     as the batch embedded whole (batches of 128 embedded 10% slower, of 64 27%), when sorted by
-    tokens (`text_lengths`)."""
+    tokens (`text_lengths`).
+
+    `wait_hungry` holds a claim back until the streams are about to run out of runs: rows stay
+    unclaimed, for another worker to take, until this one can start on them."""
 
     def __init__(self, count: int) -> None:
         self.count = count
@@ -89,12 +92,28 @@ class EmbedStreams:
         self._pool = ThreadPoolExecutor(
             max_workers=count, thread_name_prefix="embed", initializer=self._bind
         )
+        self._waiting = 0  # runs handed over that no stream has begun
+        self._changed = threading.Condition()
 
     def _bind(self) -> None:
         self._local.copy = next(self._copies)
 
+    def _begun(self, runs: int = 1) -> None:
+        with self._changed:
+            self._waiting -= runs
+            self._changed.notify_all()
+
     def _run(self, space: Space, texts: list[str]) -> np.ndarray:
+        self._begun()
         return embedder_for(space, self._local.copy).embed(texts, purpose="passage")
+
+    def wait_hungry(self, stop: threading.Event) -> None:
+        """Return once fewer runs wait than there are streams (one of them will have nothing
+        after its current run; a claim takes some milliseconds, a run of 32 texts about 0.3 s),
+        or once `stop` is set."""
+        with self._changed:
+            while self._waiting >= self.count and not stop.is_set():
+                self._changed.wait(timeout=0.5)
 
     def embed(self, space: Space, embedder: Embedder, texts: list[str]) -> np.ndarray:
         """The texts' vectors (in their order) by the model of `space`, run by run; `embedder`
@@ -102,14 +121,16 @@ class EmbedStreams:
         lengths = text_lengths(embedder, texts)
         order = sorted(range(len(texts)), key=lambda i: lengths[i])
         runs = [order[start : start + RUN] for start in range(0, len(order), RUN)]
+        with self._changed:
+            self._waiting += len(runs)
         futures: list[Future[np.ndarray]] = [
             self._pool.submit(self._run, space, [texts[i] for i in run]) for run in runs
         ]
         try:
             parts = [future.result() for future in futures]
         finally:
-            for future in futures:  # an error (a time limit): the rest is not embedded
-                future.cancel()
+            # An error (a time limit): the runs not begun are not embedded.
+            self._begun(sum(future.cancel() for future in futures))
         if not parts:
             return np.zeros((0, space.dimension), dtype=np.float32)
         vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
@@ -167,17 +188,29 @@ def vectors_write(
         )
 
 
+def _unclaimed_left(waiting: QuerySet[Fact]) -> bool:
+    """Whether any of the waiting rows (this batch's left out: SKIP LOCKED does not skip what
+    the transaction holds itself) is claimed by nobody: one is locked in a savepoint, and let
+    go again as the savepoint is rolled back."""
+    point = transaction.savepoint()
+    try:
+        return bool(waiting.select_for_update(skip_locked=True).values_list("pk", flat=True)[:1])
+    finally:
+        transaction.savepoint_rollback(point)
+
+
 def facts_embed_batch(
     *,
     tenant: Tenant,
     limit: int = EMBED_BATCH,
     streams: EmbedStreams | None = None,
-    claimed: Callable[[int], None] | None = None,
+    claimed: Callable[[Callable[[], bool]], None] | None = None,
 ) -> int:
     """Embed up to `limit` of the tenant's active facts that have no vector of the configured
     model yet (new facts, and during a model switch every older one). Returns how many.
     `streams`: the process's embedding streams (`facts_embed_all`); without, this thread
-    embeds them with the first copy of the model. `claimed` is told how many were claimed.
+    embeds them with the first copy of the model. `claimed`, once the batch is claimed, gets a
+    function that tells whether rows nobody has claimed are left.
 
     Rows are claimed with SKIP LOCKED, so several workers share the backlog without doing any
     fact twice; a crash leaves the rows unembedded for the next run.
@@ -185,10 +218,11 @@ def facts_embed_batch(
     targets = embedding_targets()
     configured = targets[0][0].name
     with tenant_scope(tenant):
+        waiting = Fact.objects.for_tenant(tenant).filter(
+            not_model(configured), status=Status.ACTIVE
+        )
         facts = list(
-            Fact.objects.for_tenant(tenant)
-            .filter(not_model(configured), status=Status.ACTIVE)
-            .only(
+            waiting.only(
                 "id", "tenant_id", "kind", "speaker", "content", "session_id", "position",
                 "embedding_model",
             )
@@ -200,7 +234,7 @@ def facts_embed_batch(
         if not facts:
             return 0
         if claimed is not None:
-            claimed(len(facts))
+            claimed(lambda: _unclaimed_left(waiting.exclude(pk__in=[f.pk for f in facts])))
         previous = _previous_turns(tenant, facts)
         texts = [
             embedding_text(f, previous.get((f.session_id, (f.position or 0) - 1))) for f in facts
@@ -243,13 +277,14 @@ def facts_embed_all(
 ) -> EmbedRun:
     """Embed the tenant's waiting facts until none is left, or until `seconds` have passed (no
     batch is begun after that); returns how many, and whether time ran out. `busy` is called
-    once, the first time a thread claims a batch while the other is inside one: this process
-    has all it can take and more may come (a bulk load), so another worker could help.
+    once, the first time a claim leaves rows that nobody has claimed: more is waiting than this
+    process is about to embed (a bulk load), so another worker could help.
 
     Two threads take batches side by side and hand their texts to the process's embedding
     streams (`EmbedStreams`, `resolve_streams`: the worker runs two): while one thread's batch
     is written (PostgreSQL adds its vectors to the HNSW index), the streams embed the other's,
-    which was claimed while the first was still being embedded.
+    claimed as they were about to finish the first's runs (`EmbedStreams.wait_hungry`), not
+    earlier: a batch claimed early waited in this process while another worker found nothing.
 
     A thread that finds nothing to claim while another is inside a batch looks again a moment
     later (`RECLAIM_S`, or at once when a batch ends): the rows it could not claim were
@@ -265,7 +300,6 @@ def facts_embed_all(
     stop = threading.Event()
     turn = threading.Condition()
     inside = [0]  # threads inside a batch (claiming one, or holding what they claimed)
-    holding: set[int] = set()  # threads holding a claimed batch
     cut = threading.Event()
     told = threading.Event()
 
@@ -275,6 +309,7 @@ def facts_embed_all(
             if deadline is not None and time.monotonic() >= deadline:
                 cut.set()
                 break
+            streams.wait_hungry(stop)
             with turn:
                 inside[0] += 1
             try:
@@ -282,7 +317,6 @@ def facts_embed_all(
             finally:
                 with turn:
                     inside[0] -= 1
-                    holding.discard(threading.get_ident())
                     turn.notify_all()
             done += count
             if count:
@@ -293,11 +327,8 @@ def facts_embed_all(
                 turn.wait(timeout=RECLAIM_S)  # a batch's end, or new facts meanwhile
         return done
 
-    def claimed(count: int) -> None:
-        with turn:
-            holding.add(threading.get_ident())
-            both = len(holding) > 1
-        if both and busy is not None and not told.is_set():
+    def claimed(left: Callable[[], bool]) -> None:
+        if busy is not None and not told.is_set() and left():
             told.set()
             busy()
 

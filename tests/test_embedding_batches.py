@@ -50,10 +50,12 @@ def test_the_workers_vectors_reach_the_database_bit_for_bit(tenant, system_actor
     rows[0][:3] = [1e-38, -3.4028235e38, 0.1]  # tiny, huge, and a decimal float32 cannot hold
     small = [rng.standard_normal(8).astype(np.float32) for _ in range(2)]
     with tenant_scope(tenant):
-        embedding.vectors_write(tenant=tenant, fact_ids=ids[:2], models=["m"] * 2,
-                                vectors=[np.zeros(384, dtype=np.float32)] * 2)  # fmt: skip
-        embedding.vectors_write(tenant=tenant, fact_ids=[*ids, *ids[:2]],
-                                models=["m"] * 5 + ["small"] * 2, vectors=[*rows, *small])  # fmt: skip
+        zeros = [np.zeros(384, dtype=np.float32)] * 2
+        embedding.vectors_write(tenant=tenant, fact_ids=ids[:2], models=["m"] * 2, vectors=zeros)
+        models = ["m"] * 5 + ["small"] * 2
+        embedding.vectors_write(
+            tenant=tenant, fact_ids=[*ids, *ids[:2]], models=models, vectors=[*rows, *small]
+        )
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT fact_id, model, dimension, embedding::real[] FROM facts_factvector "
@@ -172,7 +174,7 @@ def test_with_two_streams_the_threads_embed_side_by_side_each_with_its_own_copy(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_embedding_task_with_both_threads_busy_calls_in_one_more_worker_once(
+def test_an_embedding_task_that_leaves_rows_unclaimed_calls_in_one_more_worker_once(
     tenant, system_actor, monkeypatch
 ) -> None:
     """A bulk load: one more message at once, for a free worker process to join in; not one per
@@ -189,6 +191,32 @@ def test_an_embedding_task_with_both_threads_busy_calls_in_one_more_worker_once(
     fact_import(tenant=tenant, lines=lines, actor=system_actor)
     assert tasks.facts_embed_pending(tenant.pk) == 3
     assert sent == [], "one batch: the other thread found nothing, no other worker is needed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_looking_for_rows_nobody_claimed_leaves_them_unclaimed(tenant, system_actor) -> None:
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(2)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    claimed: list[int] = []
+
+    def other_worker() -> None:
+        try:
+            with tenant_scope(tenant):  # NOWAIT: an error if any row were still locked
+                claimed.append(len(list(_waiting_rows(tenant).select_for_update(nowait=True))))
+        finally:
+            connection.close()  # this thread's own connection
+
+    with tenant_scope(tenant):
+        assert embedding._unclaimed_left(_waiting_rows(tenant))
+        worker = threading.Thread(target=other_worker)
+        worker.start()
+        worker.join()
+        assert not embedding._unclaimed_left(_waiting_rows(tenant).none())
+    assert claimed == [2], "the other worker could claim both while this one looked"
+
+
+def _waiting_rows(tenant):
+    return Fact.objects.for_tenant(tenant).filter(embedding_model="")
 
 
 @pytest.mark.django_db(transaction=True)
