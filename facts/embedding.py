@@ -6,8 +6,9 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,7 +83,7 @@ class EmbedStreams:
     as the batch embedded whole (batches of 128 embedded 10% slower, of 64 27%), when sorted by
     tokens (`text_lengths`).
 
-    `wait_hungry` holds a claim back until the streams are about to run out of runs: rows stay
+    `claiming` holds a claim back until the streams are about to run out of runs: rows stay
     unclaimed, for another worker to take, until this one can start on them."""
 
     def __init__(self, count: int) -> None:
@@ -92,7 +93,8 @@ class EmbedStreams:
         self._pool = ThreadPoolExecutor(
             max_workers=count, thread_name_prefix="embed", initializer=self._bind
         )
-        self._waiting = 0  # runs handed over that no stream has begun
+        self._waiting = 0  # runs handed over that no stream has begun (and claims under way)
+        self._claim = threading.local()  # whether this thread's claim counts among them
         self._changed = threading.Condition()
 
     def _bind(self) -> None:
@@ -107,13 +109,27 @@ class EmbedStreams:
         self._begun()
         return embedder_for(space, self._local.copy).embed(texts, purpose="passage")
 
-    def wait_hungry(self, stop: threading.Event) -> None:
-        """Return once fewer runs wait than there are streams (one of them will have nothing
+    @contextmanager
+    def claiming(self, stop: threading.Event) -> Iterator[None]:
+        """Wait until fewer runs wait than there are streams (one of them will have nothing
         after its current run; a claim takes some milliseconds, a run of 32 texts about 0.3 s),
-        or once `stop` is set."""
+        or until `stop` is set; then claim. Until the claimed batch's runs are handed over (or
+        the claim found nothing), the claim counts as a stream's worth of waiting runs: two
+        threads starting together do not both claim a batch for the same idle streams."""
         with self._changed:
             while self._waiting >= self.count and not stop.is_set():
                 self._changed.wait(timeout=0.5)
+            self._waiting += self.count
+        self._claim.held = True
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if getattr(self._claim, "held", False):
+            self._claim.held = False
+            self._begun(self.count)
 
     def embed(self, space: Space, embedder: Embedder, texts: list[str]) -> np.ndarray:
         """The texts' vectors (in their order) by the model of `space`, run by run; `embedder`
@@ -123,6 +139,7 @@ class EmbedStreams:
         runs = [order[start : start + RUN] for start in range(0, len(order), RUN)]
         with self._changed:
             self._waiting += len(runs)
+        self._release()
         futures: list[Future[np.ndarray]] = [
             self._pool.submit(self._run, space, [texts[i] for i in run]) for run in runs
         ]
@@ -283,7 +300,7 @@ def facts_embed_all(
     Two threads take batches side by side and hand their texts to the process's embedding
     streams (`EmbedStreams`, `resolve_streams`: the worker runs two): while one thread's batch
     is written (PostgreSQL adds its vectors to the HNSW index), the streams embed the other's,
-    claimed as they were about to finish the first's runs (`EmbedStreams.wait_hungry`), not
+    claimed as they were about to finish the first's runs (`EmbedStreams.claiming`), not
     earlier: a batch claimed early waited in this process while another worker found nothing.
 
     A thread that finds nothing to claim while another is inside a batch looks again a moment
@@ -309,11 +326,11 @@ def facts_embed_all(
             if deadline is not None and time.monotonic() >= deadline:
                 cut.set()
                 break
-            streams.wait_hungry(stop)
             with turn:
                 inside[0] += 1
             try:
-                count = facts_embed_batch(tenant=tenant, streams=streams, claimed=claimed)
+                with streams.claiming(stop):
+                    count = facts_embed_batch(tenant=tenant, streams=streams, claimed=claimed)
             finally:
                 with turn:
                     inside[0] -= 1
