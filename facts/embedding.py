@@ -206,12 +206,14 @@ def vectors_write(
 
 
 def _unclaimed_left(waiting: QuerySet[Fact]) -> bool:
-    """Whether any of the waiting rows (this batch's left out: SKIP LOCKED does not skip what
-    the transaction holds itself) is claimed by nobody: one is locked in a savepoint, and let
-    go again as the savepoint is rolled back."""
+    """Whether at least a run's worth (RUN) of the waiting rows (this batch's left out: SKIP
+    LOCKED does not skip what the transaction holds itself) is claimed by nobody: they are
+    locked in a savepoint, and let go again as the savepoint is rolled back. Facts stored one by
+    one, a few arriving during each claim, do not call in another worker."""
     point = transaction.savepoint()
     try:
-        return bool(waiting.select_for_update(skip_locked=True).values_list("pk", flat=True)[:1])
+        rows = waiting.order_by("embedding_model", "id").select_for_update(skip_locked=True)
+        return bool(rows.values_list("pk", flat=True)[RUN - 1 : RUN])
     finally:
         transaction.savepoint_rollback(point)
 
@@ -294,8 +296,8 @@ def facts_embed_all(
 ) -> EmbedRun:
     """Embed the tenant's waiting facts until none is left, or until `seconds` have passed (no
     batch is begun after that); returns how many, and whether time ran out. `busy` is called
-    once, the first time a claim leaves rows that nobody has claimed: more is waiting than this
-    process is about to embed (a bulk load), so another worker could help.
+    once, the first time a claim leaves a run's worth of rows that nobody has claimed: more is
+    waiting than this process is about to embed (a bulk load), so another worker could help.
 
     Two threads take batches side by side and hand their texts to the process's embedding
     streams (`EmbedStreams`, `resolve_streams`: the worker runs two): while one thread's batch

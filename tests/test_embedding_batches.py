@@ -178,24 +178,33 @@ def test_an_embedding_task_that_leaves_rows_unclaimed_calls_in_one_more_worker_o
     tenant, system_actor, monkeypatch
 ) -> None:
     """A bulk load: one more message at once, for a free worker process to join in; not one per
-    batch, and none for a load a single batch holds."""
+    batch, and none for a load a single batch holds, nor when fewer than a run's worth is
+    left beside the batch (facts stored one by one)."""
     from facts import tasks
 
     sent: list[tuple[object, ...]] = []
     monkeypatch.setattr(tasks, "job_send", lambda *args: sent.append(args))
-    _fourteen_facts_watched(tenant, system_actor, monkeypatch)
-    assert tasks.facts_embed_pending(tenant.pk) == 14
-    assert sent == [("facts.tasks.facts_embed_pending", tenant.pk)]
-    sent.clear()
-    lines = [json.dumps({"content": f"Shelf {i} holds the {i}th spare disk."}) for i in range(3)]
+    seen = _Watched()
+    _batches_watched(monkeypatch, seen, limit=embedding.RUN)
+    _embeddings_watched(monkeypatch, seen, seconds=0.05)
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(100)]
     fact_import(tenant=tenant, lines=lines, actor=system_actor)
-    assert tasks.facts_embed_pending(tenant.pk) == 3
-    assert sent == [], "one batch: the other thread found nothing, no other worker is needed"
+    assert tasks.facts_embed_pending(tenant.pk) == 100
+    assert sent == [("facts.tasks.facts_embed_pending", tenant.pk)]
+    for count in (embedding.RUN, embedding.RUN * 2 - 1):
+        sent.clear()
+        lines = [json.dumps({"content": f"Shelf {count}.{i} holds a disk."}) for i in range(count)]
+        fact_import(tenant=tenant, lines=lines, actor=system_actor)
+        assert tasks.facts_embed_pending(tenant.pk) == count
+        assert sent == [], f"{count} facts: less than a run's worth left beside the first batch"
 
 
 @pytest.mark.django_db(transaction=True)
 def test_looking_for_rows_nobody_claimed_leaves_them_unclaimed(tenant, system_actor) -> None:
-    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(2)]
+    count = embedding.RUN
+    lines = [
+        json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(count)
+    ]
     fact_import(tenant=tenant, lines=lines, actor=system_actor)
     claimed: list[int] = []
 
@@ -212,7 +221,7 @@ def test_looking_for_rows_nobody_claimed_leaves_them_unclaimed(tenant, system_ac
         worker.start()
         worker.join()
         assert not embedding._unclaimed_left(_waiting_rows(tenant).none())
-    assert claimed == [2], "the other worker could claim both while this one looked"
+    assert claimed == [count], "the other worker could claim them all while this one looked"
 
 
 def _waiting_rows(tenant):
