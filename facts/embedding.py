@@ -229,7 +229,7 @@ def facts_embed_batch(
     model yet (new facts, and during a model switch every older one). Returns how many.
     `streams`: the process's embedding streams (`facts_embed_all`); without, this thread
     embeds them with the first copy of the model. `claimed`, once the batch is claimed, gets a
-    function that tells whether rows nobody has claimed are left.
+    function that tells whether a run's worth of rows nobody has claimed is left.
 
     Rows are claimed with SKIP LOCKED, so several workers share the backlog without doing any
     fact twice; a crash leaves the rows unembedded for the next run.
