@@ -6,7 +6,9 @@
 - embedder: texts per second of the configured embedder alone, in this process, called with as
   many texts at a time as a worker claims (`facts.embedding.EMBED_BATCH`), in one stream with
   all the threads and in two streams side by side (each with its own copy of the model and half
-  the threads, as a worker runs it), measured again right before each end-to-end run (a shared
+  the threads, as a worker has them, each embedding whole batches of its own: a worker's
+  streams share each batch in runs of 32, which in one thread embedded about 3% slower, so this
+  is the stricter figure), measured again right before each end-to-end run (a shared
   machine's speed drifts: the same measurement gave 82 to 132 texts/s within half an hour);
   each run's share is of the faster of the two measured before it;
 - end to end, for each worker count and two ways of storing: facts stored one by one with
@@ -63,8 +65,8 @@ def _text(texts: list[str], i: int) -> str:
 def embedder_rate(texts: list[str], count: int, streams: int = 1) -> float:
     """Texts per second of the configured embedder alone, `count` texts in batches of
     EMBED_BATCH: in one stream with all the process's threads, or in `streams` side by side,
-    each with its own copy of the model and an equal share of the threads (as a worker runs
-    it, `facts.embedding.facts_embed_all`)."""
+    each with its own copy of the model and an equal share of the threads (as a worker has
+    them, `facts.embedding.EmbedStreams`), each stream embedding whole batches of its own."""
     from django.conf import settings
 
     from facts.embedding import EMBED_BATCH
