@@ -200,6 +200,34 @@ def test_an_embedding_task_that_leaves_rows_unclaimed_calls_in_one_more_worker_o
 
 
 @pytest.mark.django_db(transaction=True)
+def test_another_tenants_backlog_calls_in_no_worker_and_is_left_alone(
+    tenant, other_tenant, system_actor, monkeypatch
+) -> None:
+    """Rows nobody claimed are looked for in the task's tenant alone: a bulk load waiting in
+    another tenant neither calls in a worker for this one nor gets embedded by it."""
+    from facts import tasks
+
+    sent: list[tuple[object, ...]] = []
+    monkeypatch.setattr(tasks, "job_send", lambda *args: sent.append(args))
+    _batches_watched(monkeypatch, _Watched(), limit=embedding.RUN)
+    theirs = [json.dumps({"content": f"Their rack {i} holds a build agent."}) for i in range(100)]
+    fact_import(tenant=other_tenant, lines=theirs, actor=system_actor)
+    # A batch and fewer than a run beside it: with the other tenant's rows, a bulk load.
+    count = embedding.RUN * 2 - 1
+    ours = [json.dumps({"content": f"Our shelf {i} holds a disk."}) for i in range(count)]
+    fact_import(tenant=tenant, lines=ours, actor=system_actor)
+    with tenant_scope(tenant):
+        batch = list(
+            _waiting_rows(tenant).order_by("id").values_list("pk", flat=True)[: embedding.RUN]
+        )
+        assert not embedding._unclaimed_left(_waiting_rows(tenant).exclude(pk__in=batch))
+    assert tasks.facts_embed_pending(tenant.pk) == count
+    assert sent == [], "the other tenant's 100 waiting facts are not this task's"
+    with tenant_scope(other_tenant):
+        assert _waiting_rows(other_tenant).count() == 100, "nor did it embed them"
+
+
+@pytest.mark.django_db(transaction=True)
 def test_looking_for_rows_nobody_claimed_leaves_them_unclaimed(tenant, system_actor) -> None:
     count = embedding.RUN
     lines = [
