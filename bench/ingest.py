@@ -18,6 +18,8 @@
   the filesystem broker), warmed up first with a batch per worker in another tenant (a worker loads
   its model on its first task, once); facts per second from the first write to the last
   vector, and when the workers' conflict check of the new facts (facts.conflicts) was through;
+  and where the cores went meanwhile (`CpuWatch`): the workers' embedding streams, their other
+  threads, the database server, this process (the writer), anything else, idle;
 - bundles: `--bundle-facts` facts stored in bulk with a vector each (the served model's size),
   exported (`tenant_export`) and imported into an empty tenant (`tenant_import`, vectors kept):
   seconds each and the bundle's size.
@@ -35,6 +37,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -45,6 +48,131 @@ from bench.harness import REPO, bench_database, progress, write_json
 # How long the conflict checks may take after the last vector before the run says they did not
 # get through (beat's sweep, not running here, would find the facts left unchecked).
 CHECK_WAIT_S = 120
+# How often CpuWatch reads /proc (about 25 small files a time).
+SAMPLE_S = 0.1
+CPU_PARTS = ("embedding", "workers_other", "database", "writer", "other", "idle")
+
+
+def _ticks(path: str) -> float:
+    """User and system CPU seconds in /proc/PID/stat or /proc/PID/task/TID/stat."""
+    with open(path, encoding="ascii") as file:  # noqa: PTH123 - many small reads
+        fields = file.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as file:  # noqa: PTH123
+            return [int(child) for child in file.read().split()]
+    except OSError:
+        return []
+
+
+class CpuWatch:
+    """Where the cores went while a run stored and embedded (Linux, the database on this
+    machine): CPU seconds of the workers' embedding streams (threads named
+    facts.embedding.EMBED_THREAD), of their other threads, of the database server's processes,
+    of this process (the writer; this watch's own thread left out), of everything else on the
+    machine, and the cores' idle time, as shares of all the cores' time. /proc is read every
+    SAMPLE_S; a process keeps its last reading after it ends (a backend ends with its
+    connection), so at most SAMPLE_S of a short-lived one is missed."""
+
+    def __init__(self, workers: list[int], postmaster: int | None) -> None:
+        from facts.embedding import EMBED_THREAD
+
+        self.embed_name = EMBED_THREAD
+        self.workers, self.postmaster = workers, postmaster
+        self.seen: dict[tuple[str, int, int], float] = {}
+        self.first: dict[tuple[str, int, int], float] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="cpu-watch", daemon=True)
+        self.own = 0.0
+
+    @staticmethod
+    def machine() -> tuple[float, float]:
+        """All the cores' busy and idle seconds so far (/proc/stat)."""
+        with open("/proc/stat", encoding="ascii") as file:  # noqa: PTH123
+            ticks = [int(n) for n in file.readline().split()[1:9]]
+        hz = os.sysconf("SC_CLK_TCK")
+        idle = ticks[3] + ticks[4]  # idle, iowait
+        return (sum(ticks) - idle) / hz, idle / hz
+
+    def _read(self) -> None:
+        for root in self.workers:
+            for pid in [root, *_children(root)]:
+                try:
+                    for tid in os.listdir(f"/proc/{pid}/task"):
+                        task = f"/proc/{pid}/task/{tid}"
+                        with open(f"{task}/comm", encoding="utf-8") as file:  # noqa: PTH123
+                            name = file.read().strip()
+                        kind = "embedding" if name.startswith(self.embed_name) else "workers_other"
+                        self.seen[(kind, pid, int(tid))] = _ticks(f"{task}/stat")
+                except OSError:  # the process or thread ended meanwhile
+                    continue
+        if self.postmaster is not None:
+            for pid in [self.postmaster, *_children(self.postmaster)]:
+                try:
+                    self.seen[("database", pid, 0)] = _ticks(f"/proc/{pid}/stat")
+                except OSError:
+                    continue
+        self.seen[("writer", os.getpid(), 0)] = _ticks(f"/proc/{os.getpid()}/stat")
+
+    def _watch(self) -> None:
+        began = time.thread_time()
+        while not self.done.wait(SAMPLE_S):
+            self._read()
+        self.own = time.thread_time() - began
+
+    def start(self) -> None:
+        self._read()
+        self.first = dict(self.seen)
+        self.machine_first = self.machine()
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.done.is_set():
+            return
+        self.done.set()
+        self.thread.join()
+        self._read()
+        self.machine_last = self.machine()
+
+    def shares(self) -> dict[str, float]:
+        """Each part's share of all the cores' time between start and stop."""
+        parts = self.seconds()
+        total = sum(parts.values())
+        return {part: round(seconds / total, 3) for part, seconds in parts.items()}
+
+    def seconds(self) -> dict[str, float]:
+        """Each part's CPU seconds (idle: the cores' idle seconds) between start and stop."""
+        parts = dict.fromkeys(CPU_PARTS, 0.0)
+        for key, seconds in self.seen.items():
+            parts[key[0]] += seconds - self.first.get(key, 0.0)
+        parts["writer"] -= self.own
+        busy = self.machine_last[0] - self.machine_first[0]
+        parts["other"] = max(0.0, busy - sum(parts.values()))
+        parts["idle"] = self.machine_last[1] - self.machine_first[1]
+        return parts
+
+
+def _postmaster() -> int | None:
+    """The database server's main process, when it runs on this machine (else None)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    try:
+        with open(f"/proc/{backend}/stat", encoding="ascii") as file:  # noqa: PTH123
+            return int(file.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+def _cpu(shares: dict[str, float]) -> str:
+    names = dict(zip(CPU_PARTS, CPU_PARTS, strict=True))
+    names["workers_other"] = "the workers' other threads"
+    return "cores: " + ", ".join(f"{names[part]} {shares[part]:.0%}" for part in CPU_PARTS)
 
 
 def _texts(data: Path) -> list[str]:
@@ -228,6 +356,8 @@ def end_to_end(texts: list[str], facts: int, workers: int, batch: int, log: Path
     try:
         _wait_workers(workers)
         _warm_up(texts, workers)
+        watch = CpuWatch([process.pid for process in processes], _postmaster())
+        watch.start()
         started = time.perf_counter()
         for start in range(0, facts if batch else 0, batch or 1):
             lines = [json.dumps({"content": _text(texts, i)})
@@ -255,6 +385,7 @@ def end_to_end(texts: list[str], facts: int, workers: int, batch: int, log: Path
                 break
             time.sleep(0.2)
         total = time.perf_counter() - started
+        watch.stop()
         # The worker then compares the new facts with their neighbours (conflicts, duplicates).
         deadline = time.monotonic() + CHECK_WAIT_S
         while (late := tenant.pk in tenants_with_unchecked_facts()) and time.monotonic() < deadline:
@@ -270,11 +401,12 @@ def end_to_end(texts: list[str], facts: int, workers: int, batch: int, log: Path
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=20)
     how = f"imports of {batch} lines" if batch else "one by one"
+    cpu = watch.shares()
     progress(f"{workers} worker(s), {how}: {facts} facts stored in {stored:.1f} s, "
-             f"embedded by {total:.1f} s, {_checked(checked)}")  # fmt: skip
+             f"embedded by {total:.1f} s, {_checked(checked)}; {_cpu(cpu)}")  # fmt: skip
     return {"workers": workers, "batch": batch, "facts": facts, "store_s": round(stored, 2),
             "total_s": round(total, 2), "facts_per_s": round(facts / total, 1),
-            "checked_s": None if checked is None else round(checked, 2)}  # fmt: skip
+            "checked_s": None if checked is None else round(checked, 2), "cpu": cpu}  # fmt: skip
 
 
 def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
@@ -371,6 +503,7 @@ def main() -> None:
               f"({share:.0%} of the embedder's best, {run['embedder_texts_per_s']} texts/s, "
               f"measured just before: {_rates(run['embedder'])}); stored in {run['store_s']} s, "
               f"embedded by {run['total_s']} s, {_checked(run['checked_s'])}")  # fmt: skip
+        print(f"    {_cpu(run['cpu'])}")
     if "bundle" in figures:
         b = figures["bundle"]
         print(f"bundle of {b['facts']:,} facts: export {b['export_s']} s, import "

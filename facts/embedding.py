@@ -3,6 +3,7 @@ each model's name and dimension."""
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import threading
 import time
@@ -40,6 +41,21 @@ RUN = DEFAULT_BATCH_SIZE
 # How soon a thread that found nothing to claim, while another is inside a batch, looks again:
 # a bulk load's next part may have come (an import commits 250 facts in about 0.2 s).
 RECLAIM_S = 0.1
+
+
+# The system's name of an embedding stream's thread (`top -H`, /proc/PID/task/TID/comm), with its
+# number after it: bench.ingest tells the embedding's share of the cores by it.
+EMBED_THREAD = "embed-"
+
+
+def name_thread(name: str) -> None:
+    """Give the calling thread `name` (15 bytes at most) where the system can show it (Linux:
+    prctl PR_SET_NAME); elsewhere, nothing."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.prctl(15, name.encode()[:15], 0, 0, 0)
+    except (OSError, AttributeError):  # no C library to ask, or one without prctl
+        return
 
 
 def _line(fact: Fact) -> str:
@@ -99,6 +115,7 @@ class EmbedStreams:
 
     def _bind(self) -> None:
         self._local.copy = next(self._copies)
+        name_thread(f"{EMBED_THREAD}{self._local.copy}")
 
     def _begun(self, runs: int = 1) -> None:
         with self._changed:

@@ -1,0 +1,73 @@
+"""bench.ingest's account of where the cores went (CpuWatch): each process's and thread's CPU
+lands in its own part, the parts add up to all the cores' time, and a worker's embedding
+streams are told from its other threads by their names."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from bench.ingest import CPU_PARTS, CpuWatch, _postmaster
+from facts.embedding import EMBED_THREAD, EmbedStreams
+
+# A stand-in worker: a thread named as an embedding stream burns 0.6 s of CPU, then the process
+# waits long enough to be read once more before it ends.
+_WORKER = textwrap.dedent(
+    f"""
+    import ctypes, threading, time
+
+    def embed():
+        ctypes.CDLL(None).prctl(15, b"{EMBED_THREAD}0", 0, 0, 0)
+        while time.thread_time() < 0.6:
+            pass
+
+    thread = threading.Thread(target=embed)
+    thread.start()
+    thread.join()
+    time.sleep(0.5)
+    """
+)
+
+
+@pytest.mark.django_db
+def test_the_watch_puts_embedding_database_and_writer_time_each_in_its_part() -> None:
+    worker = subprocess.Popen([sys.executable, "-c", _WORKER])  # noqa: S603 - fixed code
+    watch = CpuWatch([worker.pid], _postmaster())
+    watch.start()
+    with connection.cursor() as cursor:  # the database server's work
+        cursor.execute("SELECT count(*) FROM generate_series(1, 4000000)")
+    began = time.thread_time()
+    while time.thread_time() - began < 0.3:  # the writer's
+        pass
+    worker.wait(timeout=30)
+    watch.stop()
+    seconds = watch.seconds()
+    assert 0.5 <= seconds["embedding"] <= 0.8, seconds
+    assert seconds["workers_other"] < 0.3, seconds
+    assert seconds["database"] >= 0.1, seconds
+    assert seconds["writer"] >= 0.25, seconds
+    shares = watch.shares()
+    assert set(shares) == set(CPU_PARTS)
+    assert sum(shares.values()) == pytest.approx(1.0, abs=0.01)
+
+
+def test_an_embedding_streams_thread_carries_its_name() -> None:
+    """`top -H` and /proc show which threads embed."""
+    streams = EmbedStreams(2)
+    try:
+        names = {streams._pool.submit(_own_name).result() for _ in range(8)}
+    finally:
+        streams.close()
+    assert names <= {f"{EMBED_THREAD}0", f"{EMBED_THREAD}1"} and names, names
+
+
+def _own_name() -> str:
+    path = f"/proc/self/task/{threading.get_native_id()}/comm"
+    with open(path, encoding="utf-8") as file:  # noqa: PTH123
+        return file.read().strip()
