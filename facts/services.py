@@ -72,10 +72,15 @@ def _search_vector(content: str) -> RawSQL:
     return RawSQL(SEARCH_VECTOR_SQL, (analyzed.latin, analyzed.han), SearchVectorField())  # noqa: S611
 
 
-def _facts_insert(facts: list[Fact]) -> None:
+def _facts_insert(facts: list[Fact], *, skip_taken: bool = False) -> bool:
     """Insert new facts (one, or an import's or a bundle's many) with their search vectors,
     one statement per BULK_BATCH rows, and give each its id. `bulk_create` did the same but
     compiled a search vector expression for every row, half the importing process's time.
+
+    A row whose fact (or turn position) is already stored raises IntegrityError; with
+    `skip_taken` (one fact only), it is left out instead (ON CONFLICT DO NOTHING, after a
+    concurrent writer's transaction has ended) and False is returned, the fact left without
+    an id. A savepoint to catch the error cost the single add two more statements.
 
     The statement is written with PostgreSQL's own placeholders ($1, $2, ...) and sent through
     a raw cursor, which binds on the server: psycopg rewrites a statement with %s placeholders
@@ -92,6 +97,9 @@ def _facts_insert(facts: list[Fact]) -> None:
         search = SEARCH_VECTOR_SQL % (f"${first + len(fields)}", f"${first + len(fields) + 1}")
         return f"({', '.join(values)}, {search})"
 
+    if skip_taken and len(facts) != 1:
+        raise ValueError("skip_taken inserts one fact")
+    conflict = "ON CONFLICT DO NOTHING " if skip_taken else ""
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.RawCursor(connection.connection) as cursor:
         for start in range(0, len(facts), BULK_BATCH):
@@ -105,13 +113,17 @@ def _facts_insert(facts: list[Fact]) -> None:
             cursor.execute(
                 # Columns of the model and placeholders only; every value is a parameter.
                 f"INSERT INTO facts_fact ({columns}, search_vector) VALUES {rows} "  # noqa: S608
-                "RETURNING id",
+                f"{conflict}RETURNING id",
                 params,
             )
-            for fact, (pk,) in zip(chunk, cursor.fetchall(), strict=True):
+            ids = cursor.fetchall()
+            if not ids and skip_taken:
+                return False
+            for fact, (pk,) in zip(chunk, ids, strict=True):
                 fact.pk = pk
                 fact._state.adding = False
                 fact._state.db = connection.alias
+    return True
 
 
 def _schedule_embedding(tenant: Tenant) -> None:
@@ -219,18 +231,15 @@ def fact_add(
                 return _pin_too(tenant, joined_result, pinned, actor)
         elif position is None:
             position = _next_position(tenant, values["session_id"])
-        try:
-            with transaction.atomic():
-                fact = _new_fact(tenant, values, position, pinned)
-                _facts_insert([fact])
-        except IntegrityError as error:
+        fact = _new_fact(tenant, values, position, pinned)
+        if not _facts_insert([fact], skip_taken=True):
             # Someone stored the same fact (or turn position) a moment ago.
             if kind == Kind.FACT and (existing := _existing_fact(tenant, values)) is not None:
-                return _readd(tenant, existing, actor)
+                return _pin_too(tenant, _readd(tenant, existing, actor), pinned, actor)
             if kind == Kind.TURN:
-                raise InvalidInput("position", "that session already has a turn there") from error
-            raise
-        fact_link_entities(tenant=tenant, fact=fact)
+                raise InvalidInput("position", "that session already has a turn there")
+            raise IntegrityError(f"fact {values['content_hash']}: taken by a row not visible here")
+        facts_link_new_entities(tenant=tenant, facts=[fact])
         _event(tenant, fact.pk, EventAction.CREATE, actor, after=_snapshot(fact))
         _schedule_embedding(tenant)
         return AddResult(fact=fact, status="added")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -123,6 +124,52 @@ def test_chinese_scope_names_are_fine(tenant, system_actor) -> None:
         tenant, system_actor, content="老王下周去上海", scope="user:老王/project:北极星"
     ).fact
     assert fact.scope == "user:老王/project:北极星"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_writers_storing_the_same_fact_at_once_store_it_once(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """Both look for the text before either has stored it. One stores it; the other's insert
+    waits for that to commit, then that writer gets the stored fact, pinned as it asked."""
+    both_looked, stored = threading.Barrier(2, timeout=10), threading.Event()
+    local = threading.local()
+    real_existing, real_insert = services._existing_fact, services._facts_insert
+
+    def existing(tenant_, values):
+        found = real_existing(tenant_, values)
+        if not getattr(local, "looked", False):
+            local.looked = True
+            both_looked.wait()
+        return found
+
+    def insert(facts, **kwargs):
+        if facts[0].pinned:  # the pinned writer comes second
+            assert stored.wait(timeout=10)
+            return real_insert(facts, **kwargs)
+        done = real_insert(facts, **kwargs)
+        stored.set()
+        return done
+
+    monkeypatch.setattr(services, "_existing_fact", existing)
+    monkeypatch.setattr(services, "_facts_insert", insert)
+    results: dict[bool, services.AddResult] = {}
+
+    def writer(pinned: bool) -> None:
+        try:
+            results[pinned] = add(tenant, system_actor, pinned=pinned)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=writer, args=(pinned,)) for pinned in (False, True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert (results[False].status, results[True].status) == ("added", "exists")
+    assert results[False].fact.pk == results[True].fact.pk
+    assert fact_count(tenant=tenant) == 1
+    assert fact_get(tenant=tenant, fact_id=results[False].fact.pk).pinned
 
 
 def test_turns_are_numbered_within_their_session(tenant, system_actor) -> None:
