@@ -8,7 +8,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -148,28 +148,40 @@ class EmbedStreams:
             self._claim.held = False
             self._begun(self.count)
 
-    def embed(self, space: Space, embedder: Embedder, texts: list[str]) -> np.ndarray:
+    def embed(
+        self,
+        space: Space,
+        embedder: Embedder,
+        texts: list[str],
+        done: Callable[[list[int], np.ndarray], None] | None = None,
+    ) -> np.ndarray:
         """The texts' vectors (in their order) by the model of `space`, run by run; `embedder`
-        (a copy of that model) counts their tokens, to sort them by."""
+        (a copy of that model) counts their tokens, to sort them by. `done(positions,
+        vectors)` is called in this thread as each run is done, with the run's places in
+        `texts` and their vectors: the caller can store them while the streams embed the rest
+        (the last batch of a load, stored whole after its last run, kept the cores waiting
+        on its HNSW inserts)."""
         lengths = text_lengths(embedder, texts)
-        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        # Longest first: the runs a load ends with are its shortest, so the stream that
+        # finishes last is not long on its own (ending on the longest left a core idle).
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         runs = [order[start : start + RUN] for start in range(0, len(order), RUN)]
         with self._changed:
             self._waiting += len(runs)
         self._release()
-        futures: list[Future[np.ndarray]] = [
-            self._pool.submit(self._run, space, [texts[i] for i in run]) for run in runs
-        ]
+        futures: dict[Future[np.ndarray], list[int]] = {
+            self._pool.submit(self._run, space, [texts[i] for i in run]): run for run in runs
+        }
+        vectors = np.zeros((len(texts), space.dimension), dtype=np.float32)
         try:
-            parts = [future.result() for future in futures]
+            for future in as_completed(futures):
+                run, part = futures[future], future.result()
+                vectors[run] = part  # a model's vectors have its space's dimension
+                if done is not None:
+                    done(run, part)
         finally:
             # An error (a time limit): the runs not begun are not embedded.
             self._begun(sum(future.cancel() for future in futures))
-        if not parts:
-            return np.zeros((0, space.dimension), dtype=np.float32)
-        vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
-        for run, part in zip(runs, parts, strict=True):
-            vectors[run] = part
         return vectors
 
     def close(self) -> None:
@@ -275,27 +287,29 @@ def facts_embed_batch(
         texts = [
             embedding_text(f, previous.get((f.session_id, (f.position or 0) - 1))) for f in facts
         ]
-        fact_ids: list[int] = []
-        models: list[str] = []
-        made: list[np.ndarray] = []
-        for space, embedder in targets:
-            # A fact that already has the serving model's vector (made before the switch) needs
-            # only the configured model's.
-            todo = [i for i, f in enumerate(facts) if f.embedding_model != space.name]
-            wanted = [texts[i] for i in todo]
-            if streams is None:
-                vectors = embedder.embed(wanted, purpose="passage")
-            else:
-                vectors = streams.embed(space, embedder, wanted)
-            fact_ids += [facts[i].pk for i in todo]
-            models += [space.name] * len(todo)
-            made += list(vectors)
         # Vectors can be made again from their facts: this transaction does not wait for its
         # commit to reach the disk. A database crash may lose the last batches whole (their
         # facts still marked unembedded, so embedded again), never half of one.
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = off")
-        vectors_write(tenant=tenant, fact_ids=fact_ids, models=models, vectors=made)
+        for space, embedder in targets:
+            # A fact that already has the serving model's vector (made before the switch) needs
+            # only the configured model's.
+            todo = [i for i, f in enumerate(facts) if f.embedding_model != space.name]
+            if not todo:
+                continue
+
+            def write(run: list[int], vectors: np.ndarray, space: Space = space,
+                      todo: list[int] = todo) -> None:  # fmt: skip
+                vectors_write(tenant=tenant, fact_ids=[facts[todo[i]].pk for i in run],
+                              models=[space.name] * len(run), vectors=list(vectors))  # fmt: skip
+
+            wanted = [texts[i] for i in todo]
+            if streams is None:
+                write(list(range(len(todo))), embedder.embed(wanted, purpose="passage"))
+            else:
+                # Each run's vectors are stored (and indexed) while the streams embed the rest.
+                streams.embed(space, embedder, wanted, done=write)
         Fact.objects.for_tenant(tenant).filter(pk__in=[f.pk for f in facts]).update(
             embedding_model=configured
         )

@@ -287,6 +287,40 @@ def test_both_streams_embed_the_runs_of_one_batch_and_each_vector_reaches_its_fa
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_batchs_vectors_are_stored_run_by_run_while_the_rest_are_embedded(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """The last batch of a load is not stored whole after its last run (the cores waiting
+    meanwhile on its HNSW inserts): each run's vectors go in as the run is done."""
+    monkeypatch.setenv(THREADS_ENV, "2")
+    monkeypatch.setenv(STREAMS_ENV, "2")
+    configured_embedder(1)
+    lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(100)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    finished, writes, guard = [0], [], threading.Lock()
+
+    @contextmanager
+    def counted(copy: Any) -> Iterator[None]:
+        time.sleep(0.1)
+        yield
+        with guard:
+            finished[0] += 1
+
+    _wrap_embedder(monkeypatch, counted)
+    real = embedding.vectors_write
+
+    def write(**kwargs: Any) -> None:
+        writes.append((len(kwargs["fact_ids"]), finished[0]))
+        real(**kwargs)
+
+    monkeypatch.setattr(embedding, "vectors_write", write)
+    assert facts_embed_all(tenant=tenant).done == 100
+    assert sorted(size for size, _ in writes) == [4, 32, 32, 32], "a write per run"
+    assert writes[0][1] < 4, "the first run stored before the last was embedded"
+    _each_fact_has_one_vector(tenant)
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_thread_that_finds_nothing_waits_for_the_rest_of_a_load(
     tenant, system_actor, monkeypatch
 ) -> None:
