@@ -171,7 +171,9 @@ def _postmaster() -> int | None:
         return None
 
 
-def _cpu(shares: dict[str, float]) -> str:
+def _cpu(shares: dict[str, float] | None) -> str:
+    if shares is None:
+        return "cores: not measured (no /proc)"
     names = dict(zip(CPU_PARTS, CPU_PARTS, strict=True))
     names["workers_other"] = "the workers' other threads"
     return "cores: " + ", ".join(f"{names[part]} {shares[part]:.0%}" for part in CPU_PARTS)
@@ -364,11 +366,13 @@ def end_to_end(
     # back) is that run's work, not this one's.
     app.control.purge()
     processes = _workers(workers, log)
+    watch: CpuWatch | None = None
     try:
         _wait_workers(workers)
         _warm_up(texts, workers)
-        watch = CpuWatch([process.pid for process in processes], _postmaster())
-        watch.start()
+        if Path("/proc/stat").exists():  # Linux
+            watch = CpuWatch([process.pid for process in processes], _postmaster())
+            watch.start()
         started = time.perf_counter()
         for start in range(0, facts if batch else 0, batch or 1):
             lines = [json.dumps({"content": _text(texts, first + i)})
@@ -398,13 +402,16 @@ def end_to_end(
             # within 10 ms of the last vector's commit, not up to 0.2 s after it.
             time.sleep(0.2 if left > EMBED_BATCH else 0.01)
         total = time.perf_counter() - started
-        watch.stop()
+        if watch is not None:
+            watch.stop()
         # The worker then compares the new facts with their neighbours (conflicts, duplicates).
         deadline = time.monotonic() + CHECK_WAIT_S
         while (late := tenant.pk in tenants_with_unchecked_facts()) and time.monotonic() < deadline:
             time.sleep(0.2)
         checked = None if late else time.perf_counter() - started
     finally:
+        if watch is not None:
+            watch.stop()
         for process in processes:
             os.killpg(process.pid, signal.SIGTERM)
         for process in processes:
@@ -414,7 +421,7 @@ def end_to_end(
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=20)
     how = f"imports of {batch} lines" if batch else "one by one"
-    cpu = watch.shares()
+    cpu = None if watch is None else watch.shares()
     progress(f"{workers} worker(s), {how}: {facts} facts stored in {stored:.1f} s, "
              f"embedded by {total:.1f} s, {_checked(checked)}; {_cpu(cpu)}")  # fmt: skip
     return {"workers": workers, "batch": batch, "facts": facts, "store_s": round(stored, 2),
