@@ -336,8 +336,8 @@ def end_to_end(
     from the `first`th: each run of a benchmark stores texts no other run stored. (The HNSW
     index is shared by every tenant, and pgvector stores a vector equal to one it holds as a
     duplicate of it, at a fraction of an insert's cost: runs that repeated an earlier run's
-    texts spent half as much on their inserts whenever their vectors came out bit for bit
-    the same.)"""
+    texts spent less than half as much on their inserts whenever their vectors came out bit
+    for bit the same.)"""
     from facts.conflicts import tenants_with_unchecked_facts
     from facts.embedding import EMBED_BATCH
     from facts.inputs import fact_draft
