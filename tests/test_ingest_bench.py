@@ -16,30 +16,37 @@ from django.db import connection
 from bench.ingest import CPU_PARTS, CpuWatch, _postmaster
 from facts.embedding import EMBED_THREAD, EmbedStreams
 
-# A stand-in worker: a thread named as an embedding stream burns 0.6 s of CPU, then the process
-# waits long enough to be read once more before it ends.
+# A stand-in worker: once told to go (after the watch's first reading), a thread named as an
+# embedding stream burns 0.6 s of CPU, then waits long enough to be read once more before it
+# ends.
 _WORKER = textwrap.dedent(
     f"""
-    import ctypes, threading, time
+    import ctypes, sys, threading, time
 
     def embed():
         ctypes.CDLL(None).prctl(15, b"{EMBED_THREAD}0", 0, 0, 0)
-        while time.thread_time() < 0.6:
+        began = time.thread_time()
+        while time.thread_time() - began < 0.6:
             pass
+        time.sleep(0.5)  # read again while it lives: an ended thread's last reading stays
 
+    sys.stdin.readline()
     thread = threading.Thread(target=embed)
     thread.start()
     thread.join()
-    time.sleep(0.5)
     """
 )
 
 
 @pytest.mark.django_db
 def test_the_watch_puts_embedding_database_and_writer_time_each_in_its_part() -> None:
-    worker = subprocess.Popen([sys.executable, "-c", _WORKER])  # noqa: S603 - fixed code
+    worker = subprocess.Popen(  # noqa: S603 - fixed code
+        [sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, text=True
+    )
     watch = CpuWatch([worker.pid], _postmaster())
     watch.start()
+    worker.stdin.write("go\n")
+    worker.stdin.close()
     with connection.cursor() as cursor:  # the database server's work
         cursor.execute("SELECT count(*) FROM generate_series(1, 4000000)")
     began = time.thread_time()
