@@ -1,0 +1,265 @@
+"""What the HNSW index's build options cost and what they give: the time to insert vectors and
+the share of the exact nearest neighbours that the product's vector query finds.
+
+    python -m bench.ann --data PATH [--vectors 50000] [--queries 200] [--options 16:64,16:32]
+                        [--small-share 0.1] [--seed 7] [--vector-cache FILE] [--json OUT]
+
+`--data`: a LoCoMo-format file (its turns are the texts, its questions the queries) or a CMRC
+2018 / SQuAD one (passages and questions). The texts are embedded with the configured embedder,
+as passages; the questions as queries. The collection: `--vectors` vectors, each a mix of two
+texts' vectors (a main one and half of a second one, normalised; as `bench.latency` makes them),
+in two tenants: a large one and a small one (`--small-share` of the vectors, a tenth by
+default). For each `m:ef_construction` of `--options`, in a table shaped like the product's
+vectors (a tenant column and the same cast expression index), in the bench database:
+
+- the index built over the collection (seconds);
+- 2,000 more vectors inserted into the large tenant in statements of 256, as the workers write
+  them (seconds: what PostgreSQL spends on the HNSW inserts while the workers embed);
+- each question asked in each tenant with the product's query (`retrieval.sql.vector_candidates`:
+  the tenant inside the scan, `hnsw.ef_search` 100, iterative scan in relaxed order, LIMIT 100
+  as `retrieval.search.CANDIDATES`, the order restored outside): recall@10 / recall@100 = the
+  share of the tenant's exact 10 / 100 nearest vectors among its first 10 / all 100 rows
+  (exact: every vector compared, in NumPy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.harness import bench_database, progress, vector_cache, write_json
+
+SECOND_SHARE = 0.5
+INSERTS = 2000
+INSERT_BATCH = 256  # facts.embedding.EMBED_BATCH: a worker writes a batch's vectors at once
+EF_SEARCH = 100  # retrieval.sql.vector_candidates' default
+KS = (10, 100)  # the top of a context, and retrieval.search.CANDIDATES
+
+
+def load_texts(data: Path) -> tuple[list[str], list[str]]:
+    """(texts, questions), each distinct, in file order: LoCoMo turns and QA questions, or CMRC /
+    SQuAD passages and questions."""
+    raw = json.loads(data.read_text(encoding="utf-8"))
+    texts: list[str] = []
+    questions: list[str] = []
+    items = raw.get("data", []) if isinstance(raw, dict) else raw
+    for item in items:
+        if "conversation" in item:  # LoCoMo
+            for key, turns in item["conversation"].items():
+                if key.startswith("session_") and isinstance(turns, list):
+                    texts += [f"{t['speaker']}: {t['text']}" for t in turns]
+            questions += [str(qa["question"]) for qa in item.get("qa", []) if qa.get("question")]
+        elif "context_text" in item:  # CMRC 2018
+            texts.append(item["context_text"])
+            questions += [qa["query_text"] for qa in item.get("qas", [])]
+        else:  # SQuAD
+            for paragraph in item.get("paragraphs", []):
+                texts.append(paragraph["context"])
+                questions += [qa["question"] for qa in paragraph.get("qas", [])]
+    return list(dict.fromkeys(texts)), list(dict.fromkeys(questions))
+
+
+def mixes(rng: np.random.Generator, sources: np.ndarray, count: int) -> np.ndarray:
+    """`count` normalised vectors, each one source plus half of another."""
+    main = rng.integers(0, len(sources), count)
+    second = rng.integers(0, len(sources), count)
+    mixed = sources[main] + SECOND_SHARE * sources[second]
+    return (mixed / np.linalg.norm(mixed, axis=1, keepdims=True)).astype(np.float32)
+
+
+def recall(found: list[int], exact: np.ndarray) -> float:
+    """The share of the exact neighbours found."""
+    return len(set(found) & set(exact.tolist())) / len(exact)
+
+
+def _load(cursor: Any, dimension: int, tenants: np.ndarray, vectors: np.ndarray) -> None:
+    cursor.execute("DROP TABLE IF EXISTS bench_ann")
+    cursor.execute(
+        "CREATE TABLE bench_ann (id bigint PRIMARY KEY, tenant_id bigint NOT NULL, "
+        "embedding vector NOT NULL)"
+    )
+    with cursor.copy("COPY bench_ann (id, tenant_id, embedding) FROM STDIN") as copy:
+        for i, (tenant, vector) in enumerate(zip(tenants, vectors, strict=True)):
+            copy.write_row((i, int(tenant), "[" + ",".join(f"{x:.7g}" for x in vector) + "]"))
+
+
+def measure(
+    cursor: Any,
+    *,
+    m: int,
+    ef_construction: int,
+    base: np.ndarray,
+    tenants: np.ndarray,
+    extra: np.ndarray,
+    queries: np.ndarray,
+) -> dict[str, Any]:
+    """Build, insert and query with one set of options (the table is loaded afresh)."""
+    dimension = base.shape[1]
+    cast = f"vector({dimension})"
+    _load(cursor, dimension, tenants, base)
+    started = time.perf_counter()
+    cursor.execute(
+        f"CREATE INDEX bench_ann_hnsw ON bench_ann USING hnsw ((embedding::{cast}) "
+        f"vector_cosine_ops) WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+    )
+    build = time.perf_counter() - started
+    large = int(tenants[0])
+    started = time.perf_counter()
+    for first in range(0, len(extra), INSERT_BATCH):
+        chunk = extra[first : first + INSERT_BATCH]
+        cursor.execute(
+            "INSERT INTO bench_ann (id, tenant_id, embedding) "
+            "SELECT n, %s, e FROM unnest(%s::bigint[], %s::vector[]) AS u(n, e)",
+            [
+                large,
+                list(range(len(base) + first, len(base) + first + len(chunk))),
+                ["[" + ",".join(f"{x:.7g}" for x in v) + "]" for v in chunk],
+            ],
+        )
+    inserts = time.perf_counter() - started
+    everything = np.concatenate([base, extra])
+    everything = everything / np.linalg.norm(everything, axis=1, keepdims=True)  # cosine
+    owners = np.concatenate([tenants, np.full(len(extra), large)])
+    cursor.execute("SET hnsw.iterative_scan = relaxed_order")
+    cursor.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+    figures: dict[str, Any] = {
+        "m": m,
+        "ef_construction": ef_construction,
+        "build_s": round(build, 2),
+        "insert_s": round(inserts, 2),
+        "insert_ms_per_vector": round(1000 * inserts / len(extra), 3),
+    }
+    for name, tenant in (("large", large), ("small", int(tenants[-1]))):
+        ids = np.flatnonzero(owners == tenant)
+        scores = queries @ everything[ids].T
+        shares: dict[int, list[float]] = {k: [] for k in KS}
+        for q, query in enumerate(queries):
+            exact = ids[np.argsort(-scores[q], kind="stable")[: max(KS)]]
+            literal = "[" + ",".join(f"{x:.7g}" for x in query) + "]"
+            # The shape of retrieval.sql.vector_candidates: the tenant inside the scan, LIMIT
+            # CANDIDATES, the order restored outside (a relaxed-order scan may yield its rows
+            # slightly out of order).
+            cursor.execute(
+                f"SELECT id FROM (SELECT id, embedding::{cast} <=> %s::{cast} AS distance "  # noqa: S608 - an int
+                f"FROM bench_ann WHERE tenant_id = %s ORDER BY embedding::{cast} <=> %s::{cast} "
+                "LIMIT %s) nearest ORDER BY distance",
+                [literal, tenant, literal, max(KS)],
+            )
+            found = [row[0] for row in cursor.fetchall()]
+            for k in KS:
+                shares[k].append(recall(found[:k], exact[:k]))
+        for k in KS:
+            figures[f"recall_at_{k}_{name}"] = round(float(np.mean(shares[k])), 4)
+    cursor.execute("DROP TABLE bench_ann")
+    return figures
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from django.db import connection
+
+    from memoryadmin.roles import as_owner
+    from retrieval.vectors import configured_embedder
+
+    texts, questions = load_texts(args.data)
+    rng = np.random.default_rng(args.seed)
+    questions = [questions[i] for i in rng.permutation(len(questions))[: args.queries]]
+    if len(texts) < 2 or not questions:
+        raise SystemExit(f"--data {args.data}: too few texts or questions")
+    embedder = configured_embedder()
+    progress(f"embedding {len(texts)} texts and {len(questions)} questions with {embedder.name}")
+    sources = np.concatenate(
+        [
+            np.asarray(embedder.embed(texts[i : i + 256], purpose="passage"), dtype=np.float32)
+            for i in range(0, len(texts), 256)
+        ]
+    )
+    queries = np.asarray(embedder.embed(questions, purpose="query"), dtype=np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    base = mixes(rng, sources, args.vectors)
+    extra = mixes(rng, sources, INSERTS)
+    small = max(1, int(args.vectors * args.small_share))
+    tenants = np.array([1] * (args.vectors - small) + [2] * small)
+    rng.shuffle(tenants)  # the small tenant's rows spread through the table
+    tenants[0], tenants[-1] = 1, 2  # measure() reads the large and the small tenant from here
+    results = []
+    with as_owner(), connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '1GB'")
+        for option in args.options.split(","):
+            m, ef_construction = (int(part) for part in option.split(":"))
+            progress(f"m {m}, ef_construction {ef_construction}: loading, building, querying")
+            figures = measure(
+                cursor,
+                m=m,
+                ef_construction=ef_construction,
+                base=base,
+                tenants=tenants,
+                extra=extra,
+                queries=queries,
+            )
+            progress(f"  {_line(figures)}")
+            results.append(figures)
+    return {
+        "data": args.data.name,
+        "model": embedder.name,
+        "texts": len(texts),
+        "queries": len(questions),
+        "vectors": args.vectors,
+        "small_tenant": small,
+        "inserts": INSERTS,
+        "ef_search": EF_SEARCH,
+        "options": results,
+    }
+
+
+def _line(figures: dict[str, Any]) -> str:
+    recalls = ", ".join(
+        f"recall@{k} {figures[f'recall_at_{k}_large']:.3f} large / "
+        f"{figures[f'recall_at_{k}_small']:.3f} small"
+        for k in KS
+    )
+    return (
+        f"m {figures['m']}, ef_construction {figures['ef_construction']}: build "
+        f"{figures['build_s']} s, {INSERTS} inserts {figures['insert_s']} s "
+        f"({figures['insert_ms_per_vector']} ms each); {recalls}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="LoCoMo, CMRC 2018 or SQuAD")
+    parser.add_argument("--vectors", type=int, default=50_000, help="vectors in the collection")
+    parser.add_argument("--queries", type=int, default=200, help="questions asked per tenant")
+    parser.add_argument("--options", default="16:64,16:32", help="m:ef_construction, ...")
+    parser.add_argument(
+        "--small-share", type=float, default=0.1, help="the small tenant's share of the vectors"
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--vector-cache", type=Path, help="remember the vectors in this file")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    if not args.data.is_file():
+        parser.error(f"--data {args.data}: no such file")
+    if args.vectors < 20:
+        parser.error("--vectors: at least 20")
+    if not 0 < args.small_share < 1:
+        parser.error("--small-share: between 0 and 1")
+    for option in args.options.split(","):
+        parts = option.split(":")
+        if len(parts) != 2 or not all(p.isdigit() and int(p) >= 2 for p in parts):
+            parser.error(f"--options {option!r}: m:ef_construction, two whole numbers from 2")
+    with bench_database(), vector_cache(args.vector_cache):
+        figures = run(args)
+    print(f"{figures['vectors']:,} vectors from {figures['data']} ({figures['texts']} texts), "
+          f"{figures['queries']} questions per tenant, ef_search {EF_SEARCH}:")  # fmt: skip
+    for option in figures["options"]:
+        print("  " + _line(option))
+    write_json(args.json, figures)
+
+
+if __name__ == "__main__":
+    main()
