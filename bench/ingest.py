@@ -20,9 +20,9 @@
   vector, and when the workers' conflict check of the new facts (facts.conflicts) was through;
   and where the cores went meanwhile (`CpuWatch`): the workers' embedding streams, their other
   threads, the database server, this process (the writer), anything else, idle;
-- bundles: `--bundle-facts` facts stored in bulk with a vector each (the served model's size),
-  exported (`tenant_export`) and imported into an empty tenant (`tenant_import`, vectors kept):
-  seconds each and the bundle's size.
+- bundles: `--bundle-facts` facts stored in bulk with a vector each (each a mix of two of the
+  texts' own vectors, as `bench.ann` makes them), exported (`tenant_export`) and imported into
+  an empty tenant (`tenant_import`, vectors kept): seconds each and the bundle's size.
 
 The texts are LoCoMo's dialogue turns (`--data`, a LoCoMo-format JSON file), cycled (a text used
 again gets a number after it); each run stores texts no run before it stored, and the embedder
@@ -436,6 +436,7 @@ def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
     import numpy as np
     from django.utils import timezone
 
+    from bench.ann import mixes
     from facts.models import Fact, FactVector
     from facts.services import content_hash
     from facts.transfer import tenant_export, tenant_import
@@ -455,6 +456,15 @@ def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
     now = timezone.now()
     model = configured_embedder()
     rng = np.random.default_rng(7)
+    # Vectors like real ones: each a mix of two of the data's texts' own vectors (bench.ann's
+    # mixes). Their values matter to the import's time: PostgreSQL adds each vector to the
+    # HNSW index, and random vectors cost it about two thirds more per insert than these.
+    distinct = list(dict.fromkeys(texts))
+    progress(f"embedding {len(distinct)} texts for the bundle's vectors")
+    sources = np.concatenate(
+        [np.asarray(model.embed(distinct[i : i + 256], purpose="passage"), dtype=np.float32)
+         for i in range(0, len(distinct), 256)]
+    )  # fmt: skip
     with tenant_scope(source):
         for start in range(0, count, 5000):
             rows = [_text(texts, i) for i in range(start, min(count, start + 5000))]
@@ -463,9 +473,7 @@ def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
                      created_at=now, embedding_model=model.name)
                 for t in rows
             )  # fmt: skip
-            # Vectors of the served model's size (their values do not matter to a bundle).
-            vectors = rng.standard_normal((len(made), model.dimension)).astype(np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = mixes(rng, sources, len(made))
             FactVector.objects.bulk_create(
                 FactVector(tenant=source, fact=fact, model=model.name, dimension=model.dimension,
                            embedding=vector)
