@@ -395,8 +395,8 @@ def end_to_end(
             facts_embed_pending.delay(tenant.pk)
         while True:
             with tenant_scope(tenant):
-                # Counted no further than a batch past EMBED_BATCH: the poll's own cost in the
-                # database stays a fraction of a millisecond, not a count of every waiting row.
+                # Counted up to EMBED_BATCH + 1 rows, enough to tell whether the last batch is
+                # under way: the poll costs the database little, not a count of every row left.
                 waiting = Fact.objects.for_tenant(tenant).filter(embedding_model="")
                 left = waiting[: EMBED_BATCH + 1].count()
             if not left:
