@@ -2,7 +2,8 @@
 the share of the exact nearest neighbours that the product's vector query finds.
 
     python -m bench.ann --data PATH [--vectors 50000] [--queries 200] [--options 16:64,16:32]
-                        [--small-share 0.1] [--seed 7] [--vector-cache FILE] [--json OUT]
+                        [--small-share 0.1] [--ef-search 100] [--seed 7]
+                        [--vector-cache FILE] [--json OUT]
 
 `--data`: a LoCoMo-format file (its turns are the texts, its questions the queries) or a CMRC
 2018 / SQuAD one (passages and questions). The texts are embedded with the configured embedder,
@@ -17,11 +18,12 @@ statistics), in the bench database:
 - 2,000 more vectors inserted into the large tenant in statements of 256, as the workers write
   them (seconds: what PostgreSQL spends on the HNSW inserts while the workers embed);
 - each question asked in each tenant with the product's query (`retrieval.sql.vector_candidates`:
-  the tenant inside the scan, `hnsw.ef_search` 100, iterative scan in relaxed order, LIMIT 100
-  as `retrieval.search.CANDIDATES`, the order restored outside): recall@10 / recall@100 = the
-  share of the tenant's exact 10 / 100 nearest vectors among its first 10 / all 100 rows
-  (exact: every vector compared, in NumPy), and whether the planner scanned the HNSW index
-  for that tenant (or read its rows and sorted them, which is exact).
+  the tenant inside the scan, `hnsw.ef_search` 100 or `--ef-search`, iterative scan in relaxed
+  order, LIMIT 100 as `retrieval.search.CANDIDATES`, the order restored outside): recall@10 /
+  recall@100 = the share of the tenant's exact 10 / 100 nearest vectors among its first 10 /
+  all 100 rows (exact: every vector compared, in NumPy); whether the planner scanned the HNSW
+  index for that tenant (or read its rows and sorted them, which is exact); and the mean time
+  of a question, from this process.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from bench.harness import bench_database, progress, vector_cache, write_json
 SECOND_SHARE = 0.5
 INSERTS = 2000
 INSERT_BATCH = 256  # facts.embedding.EMBED_BATCH: a worker writes a batch's vectors at once
-EF_SEARCH = 100  # retrieval.sql.vector_candidates' default
+EF_SEARCH = 100  # retrieval.sql.vector_candidates' default, unless --ef-search says otherwise
 KS = (10, 100)  # the top of a context, and retrieval.search.CANDIDATES
 
 
@@ -104,6 +106,7 @@ def measure(
     tenants: np.ndarray,
     extra: np.ndarray,
     queries: np.ndarray,
+    ef_search: int = EF_SEARCH,
 ) -> dict[str, Any]:
     """Build, insert and query with one set of options (the table is loaded afresh)."""
     dimension = base.shape[1]
@@ -133,7 +136,7 @@ def measure(
     everything = everything / np.linalg.norm(everything, axis=1, keepdims=True)  # cosine
     owners = np.concatenate([tenants, np.full(len(extra), large)])
     cursor.execute("SET hnsw.iterative_scan = relaxed_order")
-    cursor.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+    cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
     figures: dict[str, Any] = {
         "m": m,
         "ef_construction": ef_construction,
@@ -153,6 +156,7 @@ def measure(
         ids = np.flatnonzero(owners == tenant)
         scores = queries @ everything[ids].T
         shares: dict[int, list[float]] = {k: [] for k in KS}
+        asked = time.perf_counter()
         for q, query in enumerate(queries):
             exact = ids[np.argsort(-scores[q], kind="stable")[: max(KS)]]
             literal = "[" + ",".join(f"{x:.7g}" for x in query) + "]"
@@ -168,6 +172,7 @@ def measure(
             found = [row[0] for row in cursor.fetchall()]
             for k in KS:
                 shares[k].append(recall(found[:k], exact[:k]))
+        figures[f"query_ms_{name}"] = round(1000 * (time.perf_counter() - asked) / len(queries), 2)
         for k in KS:
             figures[f"recall_at_{k}_{name}"] = round(float(np.mean(shares[k])), 4)
     cursor.execute("DROP TABLE bench_ann")
@@ -215,6 +220,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 tenants=tenants,
                 extra=extra,
                 queries=queries,
+                ef_search=args.ef_search,
             )
             progress(f"  {_line(figures)}")
             results.append(figures)
@@ -226,7 +232,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "vectors": args.vectors,
         "small_tenant": small,
         "inserts": INSERTS,
-        "ef_search": EF_SEARCH,
+        "ef_search": args.ef_search,
         "options": results,
     }
 
@@ -243,7 +249,8 @@ def _line(figures: dict[str, Any]) -> str:
     return (
         f"m {figures['m']}, ef_construction {figures['ef_construction']}: build "
         f"{figures['build_s']} s, {INSERTS} inserts {figures['insert_s']} s "
-        f"({figures['insert_ms_per_vector']} ms each); {recalls} (scan: {scans})"
+        f"({figures['insert_ms_per_vector']} ms each); {recalls} (scan: {scans}; a question "
+        f"{figures['query_ms_large']} ms large / {figures['query_ms_small']} ms small)"
     )
 
 
@@ -256,6 +263,9 @@ def main() -> None:
     parser.add_argument(
         "--small-share", type=float, default=0.1, help="the small tenant's share of the vectors"
     )
+    parser.add_argument(
+        "--ef-search", type=int, default=EF_SEARCH, help="hnsw.ef_search for the questions"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--vector-cache", type=Path, help="remember the vectors in this file")
     parser.add_argument("--json", help="also write the figures to this file")
@@ -264,6 +274,8 @@ def main() -> None:
         parser.error(f"--data {args.data}: no such file")
     if args.vectors < 20:
         parser.error("--vectors: at least 20")
+    if not 1 <= args.ef_search <= 1000:
+        parser.error("--ef-search: 1 to 1000 (pgvector's range)")
     if not 0 < args.small_share < 1:
         parser.error("--small-share: between 0 and 1")
     for option in args.options.split(","):
@@ -273,7 +285,8 @@ def main() -> None:
     with bench_database(), vector_cache(args.vector_cache):
         figures = run(args)
     print(f"{figures['vectors']:,} vectors from {figures['data']} ({figures['texts']} texts), "
-          f"{figures['queries']} questions per tenant, ef_search {EF_SEARCH}:")  # fmt: skip
+          f"{figures['queries']} questions per tenant, "
+          f"ef_search {figures['ef_search']}:")  # fmt: skip
     for option in figures["options"]:
         print("  " + _line(option))
     write_json(args.json, figures)
