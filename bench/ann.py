@@ -8,7 +8,8 @@ the share of the exact nearest neighbours that the product's vector query finds.
 `--data`: a LoCoMo-format file (its turns are the texts, its questions the queries) or a CMRC
 2018 / SQuAD one (passages and questions). The texts are embedded with the configured embedder,
 as passages; the questions as queries. The collection: `--vectors` vectors, each a mix of two
-texts' vectors (a main one and half of a second one, normalised; as `bench.latency` makes them),
+texts' vectors (a main one and half of a second one, normalised; `bench.latency` mixes its
+facts' vectors alike, with a smaller second share),
 in two tenants: a large one and a small one (`--small-share` of the vectors, a tenth by
 default). For each `m:ef_construction` of `--options`, in a table shaped like the product's
 vectors (a tenant column, a unique key that starts with it, the same cast expression index,
@@ -82,6 +83,8 @@ def recall(found: list[int], exact: np.ndarray) -> float:
 
 
 def _load(cursor: Any, dimension: int, tenants: np.ndarray, vectors: np.ndarray) -> None:
+    from retrieval.sql import vector_literal
+
     cursor.execute("DROP TABLE IF EXISTS bench_ann")
     cursor.execute(
         "CREATE TABLE bench_ann (id bigint PRIMARY KEY, tenant_id bigint NOT NULL, "
@@ -89,7 +92,7 @@ def _load(cursor: Any, dimension: int, tenants: np.ndarray, vectors: np.ndarray)
     )
     with cursor.copy("COPY bench_ann (id, tenant_id, embedding) FROM STDIN") as copy:
         for i, (tenant, vector) in enumerate(zip(tenants, vectors, strict=True)):
-            copy.write_row((i, int(tenant), "[" + ",".join(f"{x:.7g}" for x in vector) + "]"))
+            copy.write_row((i, int(tenant), vector_literal(vector)))
     # The product's table has a unique key that starts with the tenant (factvector_once), and
     # statistics: with both, the planner may read a small tenant's rows through the key and
     # sort them instead of scanning the HNSW index.
@@ -109,6 +112,8 @@ def measure(
     ef_search: int = EF_SEARCH,
 ) -> dict[str, Any]:
     """Build, insert and query with one set of options (the table is loaded afresh)."""
+    from retrieval.sql import vector_literal
+
     dimension = base.shape[1]
     cast = f"vector({dimension})"
     _load(cursor, dimension, tenants, base)
@@ -128,7 +133,7 @@ def measure(
             [
                 large,
                 list(range(len(base) + first, len(base) + first + len(chunk))),
-                ["[" + ",".join(f"{x:.7g}" for x in v) + "]" for v in chunk],
+                [vector_literal(v) for v in chunk],
             ],
         )
     inserts = time.perf_counter() - started
@@ -150,7 +155,7 @@ def measure(
         cursor.execute(
             f"EXPLAIN (FORMAT JSON) SELECT id FROM bench_ann WHERE tenant_id = %s "  # noqa: S608 - an int
             f"ORDER BY embedding::{cast} <=> %s::{cast} LIMIT %s",
-            [tenant, "[" + ",".join(f"{x:.7g}" for x in queries[0]) + "]", max(KS)],
+            [tenant, vector_literal(queries[0]), max(KS)],
         )
         figures[f"hnsw_{name}"] = "bench_ann_hnsw" in json.dumps(cursor.fetchone()[0])
         ids = np.flatnonzero(owners == tenant)
@@ -159,7 +164,7 @@ def measure(
         asked = time.perf_counter()
         for q, query in enumerate(queries):
             exact = ids[np.argsort(-scores[q], kind="stable")[: max(KS)]]
-            literal = "[" + ",".join(f"{x:.7g}" for x in query) + "]"
+            literal = vector_literal(query)
             # The shape of retrieval.sql.vector_candidates: the tenant inside the scan, LIMIT
             # CANDIDATES, the order restored outside (a relaxed-order scan may yield its rows
             # slightly out of order).
