@@ -1,7 +1,7 @@
 """Ingest throughput end to end, beside the embedder's own; export and import of a big tenant.
 
     python -m bench.ingest --data PATH [--facts 2000] [--workers 1,2] [--batch 250]
-                           [--bundle-facts 100000] [--json OUT]
+                           [--long-import 20000] [--bundle-facts 100000] [--json OUT]
 
 - embedder: texts per second of the configured embedder alone, in this process, called with as
   many texts at a time as a worker claims (`facts.embedding.EMBED_BATCH`), in one stream with
@@ -20,6 +20,9 @@
   vector, and when the workers' conflict check of the new facts (facts.conflicts) was through;
   and where the cores went meanwhile (`CpuWatch`): the workers' embedding streams, their other
   threads, the database server, this process (the writer), anything else, idle;
+- a long import: `--long-import` facts in imports of `--batch` lines into a new database, first
+  thing, with no worker running (so none analyses the tables): seconds for the first and the
+  last 2,000 lines, which should be alike;
 - bundles: `--bundle-facts` facts stored in bulk with a vector each (each a mix of two of the
   texts' own vectors, as `bench.ann` makes them), exported (`tenant_export`) and imported into
   an empty tenant (`tenant_import`, vectors kept): seconds each and the bundle's size.
@@ -432,6 +435,30 @@ def end_to_end(
             "checked_s": None if checked is None else round(checked, 2), "cpu": cpu}  # fmt: skip
 
 
+def long_import(texts: list[str], facts: int, batch: int) -> dict[str, Any]:
+    """`facts` lines imported in imports of `batch` into a tenant of their own, nothing
+    embedding them meanwhile; the seconds of each 2,000."""
+    from facts.services import fact_import
+    from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
+    from tenants.services import tenant_create
+
+    actor = Actor.job("bench.ingest")
+    tenant = tenant_create(actor=actor, draft=tenant_draft({"slug": "long", "name": "long"}))
+    part, seconds = 2000, []
+    for first in range(0, facts, part):
+        started = time.perf_counter()
+        for start in range(first, min(facts, first + part), batch):
+            lines = [json.dumps({"content": _text(texts, 10**6 + i)})
+                     for i in range(start, min(facts, first + part, start + batch))]  # fmt: skip
+            fact_import(tenant=tenant, lines=lines, actor=actor)
+        seconds.append(round(time.perf_counter() - started, 2))
+        progress(f"long import: {min(facts, first + part)} of {facts} facts, the last "
+                 f"{part} in {seconds[-1]} s")  # fmt: skip
+    return {"facts": facts, "batch": batch, "seconds_per_2000": seconds,
+            "total_s": round(sum(seconds), 1)}  # fmt: skip
+
+
 def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
     import numpy as np
     from django.utils import timezone
@@ -498,6 +525,9 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=2000, help="facts per end-to-end run")
     parser.add_argument("--workers", default="1,2", help="worker counts to measure ('': none)")
     parser.add_argument("--batch", type=int, default=250, help="lines per import (0: no imports)")
+    parser.add_argument(
+        "--long-import", type=int, default=20_000, help="facts of the long import (0: skip)"
+    )
     parser.add_argument("--bundle-facts", type=int, default=100_000, help="0: skip bundles")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
@@ -508,6 +538,8 @@ def main() -> None:
     figures: dict[str, Any] = {}
     try:
         with bench_database():
+            if args.long_import and args.batch:
+                figures["long_import"] = long_import(texts, args.long_import, args.batch)
             figures["end_to_end"] = []
             first = 0  # the texts each run stores: none stored before
             for n in [int(n) for n in args.workers.split(",") if n]:
@@ -537,6 +569,11 @@ def main() -> None:
               f"measured just before: {_rates(run['embedder'])}); stored in {run['store_s']} s, "
               f"embedded by {run['total_s']} s, {_checked(run['checked_s'])}")  # fmt: skip
         print(f"    {_cpu(run['cpu'])}")
+    if "long_import" in figures:
+        long = figures["long_import"]
+        print(f"long import, no worker: {long['facts']:,} facts in imports of {long['batch']} "
+              f"lines in {long['total_s']} s; each 2,000: "
+              f"{', '.join(map(str, long['seconds_per_2000']))} s")  # fmt: skip
     if "bundle" in figures:
         b = figures["bundle"]
         print(f"bundle of {b['facts']:,} facts: export {b['export_s']} s, import "

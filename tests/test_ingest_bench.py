@@ -78,3 +78,19 @@ def _own_name() -> str:
     path = f"/proc/self/task/{threading.get_native_id()}/comm"
     with open(path, encoding="utf-8") as file:  # noqa: PTH123
         return file.read().strip()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_long_import_stores_every_line_and_times_each_2000() -> None:
+    from bench.ingest import long_import
+    from facts.models import Fact
+    from tenants.models import Tenant
+    from tenants.scope import tenant_scope
+
+    texts = [f"Speaker {i}: line {i} of the long import." for i in range(300)]
+    figures = long_import(texts, 2300, 250)
+    assert figures["facts"] == 2300 and len(figures["seconds_per_2000"]) == 2
+    assert all(seconds > 0 for seconds in figures["seconds_per_2000"])
+    tenant = Tenant.objects.get(slug="long")
+    with tenant_scope(tenant):
+        assert Fact.objects.for_tenant(tenant).count() == 2300, "each line once, none twice"
