@@ -422,6 +422,18 @@ def tables_analyze_stale() -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
+def tables_analyze_own_changes() -> list[str]:
+    """`tables_analyze_stale` once this process's own changes count: for a bulk load right
+    after it committed (inside a transaction, nothing: what it changed is not committed yet).
+    A process publishes its counts of changed rows when it next waits for a statement, at most
+    once a second; they are published at once here."""
+    if connection.in_atomic_block:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+    return tables_analyze_stale()
+
+
 def embedding_backlog(*, tenant: Tenant) -> bool:
     """Whether at least a batch of the tenant's new facts waits for its vectors (a bulk load in
     progress). Facts a model switch re-embeds do not count, nor fewer new ones than a batch, so

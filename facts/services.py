@@ -21,7 +21,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from facts.conflicts import fact_join, fact_near_duplicate
-from facts.embedding import tables_analyze_stale
+from facts.embedding import tables_analyze_own_changes
 from facts.entities import fact_link_entities, facts_link_new_entities
 from facts.events import fact_event_record as _event
 from facts.events import fact_events_record
@@ -645,24 +645,14 @@ def fact_import(
         _event(
             tenant, None, EventAction.IMPORT, actor, after={"lines": len(report), **summary.counts}
         )
-    if not connection.in_atomic_block:  # committed: the rows now count as changed
-        _analyze_after_import()
+    # With no worker running, none would analyse what the import changed. Each process plans
+    # its same-tenant foreign-key checks once and keeps the plan until the table's statistics
+    # change: planned while the table was new, a check read every fact of the tenant through
+    # the index on the tenant alone. bench.ingest's long import (20,000 lines into a new
+    # database, no worker) took 55.9 s, each 2,000 lines 1.8 s at first and up to 10.7 s later;
+    # with the tables analysed, 13.4 s, 1.1 to 1.8 s each 2,000.
+    tables_analyze_own_changes()
     return summary
-
-
-def _analyze_after_import() -> None:
-    """Have the fact tables analysed once an import made them stale (`tables_analyze_stale`),
-    as the embedding task does, so that imports go on at the same pace with no worker running.
-    Each process plans its same-tenant foreign-key checks once and keeps the plan until the
-    table's statistics change: planned while the table was new, the check read every fact of
-    the tenant through the index on the tenant alone. `bench.ingest`'s long import (20,000
-    lines into a new database, no worker) took 55.9 s, its 2,000 lines 1.8 s at first and up to
-    10.7 s later; with the tables analysed, 13.4 s, 1.1 to 1.8 s each 2,000."""
-    with connection.cursor() as cursor:
-        # This process's counts of changed rows are published when it next waits for a
-        # statement, not a second later: the function below reads them.
-        cursor.execute("SELECT pg_stat_force_next_flush()")
-    tables_analyze_stale()
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from facts.archive import fact_body
 from facts.bundles import BundleReader, BundleRecord, bundle_open, bundle_write
+from facts.embedding import tables_analyze_own_changes
 from facts.entities import entity_normalize as normalize_name
 from facts.models import (
     Entity,
@@ -425,6 +426,9 @@ def tenant_import(
         )  # fmt: skip
         if summary.to_embed:
             _schedule_embedding(tenant)  # one message for the tenant, after the commit
+    # With its vectors kept, no embedding task runs after it to have the tables it changed
+    # analysed (facts.tasks): the import does, as fact_import does.
+    tables_analyze_own_changes()
     return summary
 
 

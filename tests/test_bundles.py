@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from facts import services
 from facts.bundles import BundleError, bundle_open, bundle_paths
@@ -346,3 +347,29 @@ def test_an_export_reads_one_snapshot_while_facts_change(
         assert Fact.objects.for_tenant(tenant).get(pk=facts_[3].pk).content == (
             "Runbook step rewritten"
         )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_has_the_tables_it_made_stale_analysed(
+    filled, tenant, other_tenant, tmp_path, monkeypatch
+):
+    """With its vectors kept, no embedding task runs after an import to have the tables it
+    changed analysed (as it does after embedding a bulk load): the import does."""
+    from facts import embedding
+
+    def analysed() -> object:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT last_analyze FROM pg_stat_all_tables WHERE relname = 'facts_fact'"
+            )
+            return cursor.fetchone()[0]
+
+    stem = tmp_path / "stats"
+    tenant_export(tenant=tenant, out=stem, actor=ACTOR)
+    monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 3)
+    monkeypatch.setattr(embedding, "ANALYZE_MIN_FRACTION", 0.0)
+    embedding.tables_analyze_own_changes()  # what came before: analysed now, not by the import
+    before = analysed()
+    result = tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
+    assert result.added >= 3 and result.to_embed == 0
+    assert analysed() not in (None, before)
