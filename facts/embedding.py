@@ -406,32 +406,40 @@ def facts_embed_all(
 # into a new deployment; on a table of a million rows, 50,000 (autovacuum waits for 100,000).
 ANALYZE_MIN_CHANGES = 1000
 ANALYZE_MIN_FRACTION = 0.05
+# The share of its rows that have an import analyse a fact table (`tables_analyze_own_changes`):
+# the table at least doubled since its last analysis. Enough for what an import needs, plans
+# made for a table of its size (a thousand changes analyse a table never analysed); more often
+# would put the analyses in every bulk load's way (the embedding task has them analysed at
+# ANALYZE_MIN_FRACTION once the load is embedded).
+IMPORT_ANALYZE_FRACTION = 1.0
 
 
-def tables_analyze_stale() -> list[str]:
+def tables_analyze_stale(*, min_fraction: float | None = None) -> list[str]:
     """Analyse the fact tables (facts, vectors, entity links) that changed by
     ANALYZE_MIN_CHANGES rows and ANALYZE_MIN_FRACTION of their size since their last analysis;
     the names of those it analysed. After a bulk load, before autovacuum came round,
     PostgreSQL planned a new tenant's conflict checks as if it had no rows: 60 s instead of
-    0.3 s for 200 facts (facts migration 0015)."""
+    0.3 s for 200 facts (facts migration 0015). `min_fraction`: another share than
+    ANALYZE_MIN_FRACTION."""
+    fraction = ANALYZE_MIN_FRACTION if min_fraction is None else min_fraction
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT * FROM mnemosyne_analyze_stale(%s, %s)",
-            [ANALYZE_MIN_CHANGES, ANALYZE_MIN_FRACTION],
+            "SELECT * FROM mnemosyne_analyze_stale(%s, %s)", [ANALYZE_MIN_CHANGES, fraction]
         )
         return [row[0] for row in cursor.fetchall()]
 
 
 def tables_analyze_own_changes() -> list[str]:
-    """`tables_analyze_stale` once this process's own changes count: for a bulk load right
-    after it committed (inside a transaction, nothing: what it changed is not committed yet).
+    """`tables_analyze_stale` with IMPORT_ANALYZE_FRACTION, once this process's own changes
+    count: for a bulk load right after it committed (inside a transaction, nothing: what it
+    changed is not committed yet).
     A process publishes its counts of changed rows when it next waits for a statement, at most
     once a second; they are published at once here."""
     if connection.in_atomic_block:
         return []
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_force_next_flush()")
-    return tables_analyze_stale()
+    return tables_analyze_stale(min_fraction=IMPORT_ANALYZE_FRACTION)
 
 
 def embedding_backlog(*, tenant: Tenant) -> bool:

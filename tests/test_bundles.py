@@ -368,6 +368,7 @@ def test_an_import_has_the_tables_it_made_stale_analysed(
     tenant_export(tenant=tenant, out=stem, actor=ACTOR)
     monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 3)
     monkeypatch.setattr(embedding, "ANALYZE_MIN_FRACTION", 0.0)
+    monkeypatch.setattr(embedding, "IMPORT_ANALYZE_FRACTION", 0.0)
     embedding.tables_analyze_own_changes()  # what came before: analysed now, not by the import
     before = analysed()
     result = tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)

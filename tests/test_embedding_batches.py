@@ -479,6 +479,7 @@ def test_an_import_has_the_tables_it_made_stale_analysed_without_a_worker(
     rows counted; a small one leaves them to autovacuum."""
     monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 20)
     monkeypatch.setattr(embedding, "ANALYZE_MIN_FRACTION", 0.0)
+    monkeypatch.setattr(embedding, "IMPORT_ANALYZE_FRACTION", 0.0)
     embedding.tables_analyze_stale()  # what other tests left: analysed now, not by the import
     before = _last_analysed()
     lines = [json.dumps({"content": f"Priya moved shelf {i} to the Berlin office."})
@@ -490,6 +491,13 @@ def test_an_import_has_the_tables_it_made_stale_analysed_without_a_worker(
     fact_import(tenant=tenant, lines=[json.dumps({"content": "One more shelf."})],
                 actor=system_actor)  # fmt: skip
     assert _last_analysed()["facts_fact"] == after["facts_fact"], "one line: not again"
+    # 11 changes since the analysis, of a table of 30 rows or more: enough changes, but the
+    # table did not double.
+    monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 5)
+    monkeypatch.setattr(embedding, "IMPORT_ANALYZE_FRACTION", 1.0)
+    fact_import(tenant=tenant, lines=[json.dumps({"content": f"Crate {i}."}) for i in range(10)],
+                actor=system_actor)  # fmt: skip
+    assert _last_analysed()["facts_fact"] == after["facts_fact"], "the table did not double"
     with transaction.atomic():  # inside a caller's transaction nothing is committed yet
         fact_import(tenant=tenant, lines=lines[:1] + [json.dumps({"content": f"Bin {i}."})
                     for i in range(30)], actor=system_actor)  # fmt: skip
