@@ -21,8 +21,8 @@
   and where the cores went meanwhile (`CpuWatch`): the workers' embedding streams, their other
   threads, the database server, this process (the writer), anything else, idle;
 - a long import: `--long-import` facts in imports of `--batch` lines into a new database, first
-  thing, with no worker running (so none analyses the tables): seconds for the first and the
-  last 2,000 lines, which should be alike;
+  thing, with no worker running (so none analyses the tables): the seconds of each 2,000
+  lines, which should be alike;
 - bundles: `--bundle-facts` facts stored in bulk with a vector each (each a mix of two of the
   texts' own vectors, as `bench.ann` makes them), exported (`tenant_export`) and imported into
   an empty tenant (`tenant_import`, vectors kept): seconds each and the bundle's size.

@@ -430,11 +430,10 @@ def tables_analyze_stale(*, min_fraction: float | None = None) -> list[str]:
 
 
 def tables_analyze_own_changes() -> list[str]:
-    """`tables_analyze_stale` with IMPORT_ANALYZE_FRACTION, once this process's own changes
-    count: for a bulk load right after it committed (inside a transaction, nothing: what it
-    changed is not committed yet).
-    A process publishes its counts of changed rows when it next waits for a statement, at most
-    once a second; they are published at once here."""
+    """`tables_analyze_stale` with IMPORT_ANALYZE_FRACTION, this process's own changes counted:
+    for a bulk load, right after it committed (inside a transaction, nothing: what it changed
+    is not committed yet). A process publishes its counts of changed rows when it next waits
+    for a statement, at most once a second; here they are published first."""
     if connection.in_atomic_block:
         return []
     with connection.cursor() as cursor:
