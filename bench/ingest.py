@@ -299,6 +299,29 @@ def _checked(seconds: float | None) -> str:
     return f"checked for conflicts by {seconds:.1f} s"
 
 
+def _actor() -> Any:
+    """The benchmark's job actor, as the audit records it."""
+    from tenants.actors import Actor
+
+    return Actor.job("bench.ingest")
+
+
+def _tenant(slug: str, name: str) -> Any:
+    """A new tenant, made by the benchmark."""
+    from tenants.inputs import tenant_draft
+    from tenants.services import tenant_create
+
+    return tenant_create(actor=_actor(), draft=tenant_draft({"slug": slug, "name": name}))
+
+
+def _import(tenant: Any, actor: Any, texts: list[str], numbers: range) -> None:
+    """One JSON Lines import (`fact_import`) of the texts numbered `numbers` (`_text`)."""
+    from facts.services import fact_import
+
+    lines = [json.dumps({"content": _text(texts, i)}) for i in numbers]
+    fact_import(tenant=tenant, lines=lines, actor=actor)
+
+
 def _warm_up(texts: list[str], workers: int) -> None:
     """A batch per worker through the workers first, in a tenant of its own, checks included:
     a worker process loads its model on its first task (about 0.7 s for e5-small), once for
@@ -308,15 +331,10 @@ def _warm_up(texts: list[str], workers: int) -> None:
     from facts.models import Fact
     from facts.services import fact_import
     from facts.tasks import facts_embed_pending
-    from tenants.actors import Actor
-    from tenants.inputs import tenant_draft
     from tenants.scope import tenant_scope
-    from tenants.services import tenant_create
 
-    actor = Actor.job("bench.ingest")
-    tenant = tenant_create(
-        actor=actor, draft=tenant_draft({"slug": f"warm-{os.urandom(4).hex()}", "name": "warm"})
-    )
+    actor = _actor()
+    tenant = _tenant(f"warm-{os.urandom(4).hex()}", "warm")
     lines = [json.dumps({"content": f"warm up {i}: " + _text(texts, i)})
              for i in range(EMBED_BATCH * workers)]  # fmt: skip
     fact_import(tenant=tenant, lines=lines, actor=actor)
@@ -345,25 +363,14 @@ def end_to_end(
     from facts.embedding import EMBED_BATCH
     from facts.inputs import fact_draft
     from facts.models import Fact
-    from facts.services import fact_add, fact_import
+    from facts.services import fact_add
     from facts.tasks import facts_embed_pending
     from memoryadmin.celery import app
     from memoryadmin.models import ServiceHeartbeat
-    from tenants.actors import Actor
-    from tenants.inputs import tenant_draft
     from tenants.scope import tenant_scope
-    from tenants.services import tenant_create
 
-    actor = Actor.job("bench.ingest")
-    tenant = tenant_create(
-        actor=actor,
-        draft=tenant_draft(
-            {
-                "slug": f"ingest-{workers}-{batch}-{os.urandom(3).hex()}",
-                "name": f"ingest {workers} {batch}",
-            }
-        ),
-    )
+    actor = _actor()
+    tenant = _tenant(f"ingest-{workers}-{batch}-{os.urandom(3).hex()}", f"ingest {workers} {batch}")
     ServiceHeartbeat.objects.filter(name__startswith="worker:bench").delete()
     # What an earlier run left queued (its conflict checks, a message its stopped worker gave
     # back) is that run's work, not this one's.
@@ -378,9 +385,7 @@ def end_to_end(
             watch.start()
         started = time.perf_counter()
         for start in range(0, facts if batch else 0, batch or 1):
-            lines = [json.dumps({"content": _text(texts, first + i)})
-                     for i in range(start, min(facts, start + batch))]  # fmt: skip
-            fact_import(tenant=tenant, lines=lines, actor=actor)
+            _import(tenant, actor, texts, range(first + start, first + min(facts, start + batch)))
         for i in range(0 if batch else facts):
             fact_add(
                 tenant=tenant,
@@ -438,20 +443,15 @@ def end_to_end(
 def long_import(texts: list[str], facts: int, batch: int) -> dict[str, Any]:
     """`facts` lines imported in imports of `batch` into a tenant of their own, nothing
     embedding them meanwhile; the seconds of each 2,000."""
-    from facts.services import fact_import
-    from tenants.actors import Actor
-    from tenants.inputs import tenant_draft
-    from tenants.services import tenant_create
-
-    actor = Actor.job("bench.ingest")
-    tenant = tenant_create(actor=actor, draft=tenant_draft({"slug": "long", "name": "long"}))
+    actor = _actor()
+    tenant = _tenant("long", "long")
     part, seconds = 2000, []
     for first in range(0, facts, part):
         started = time.perf_counter()
         for start in range(first, min(facts, first + part), batch):
-            lines = [json.dumps({"content": _text(texts, 10**6 + i)})
-                     for i in range(start, min(facts, first + part, start + batch))]  # fmt: skip
-            fact_import(tenant=tenant, lines=lines, actor=actor)
+            # Texts numbered from a million: none of them stored by the runs after it.
+            end = min(facts, first + part, start + batch)
+            _import(tenant, actor, texts, range(10**6 + start, 10**6 + end))
         seconds.append(round(time.perf_counter() - started, 2))
         progress(f"long import: {min(facts, first + part)} of {facts} facts, the last "
                  f"{part} in {seconds[-1]} s")  # fmt: skip
@@ -468,18 +468,11 @@ def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
     from facts.services import content_hash
     from facts.transfer import tenant_export, tenant_import
     from retrieval.vectors import configured_embedder
-    from tenants.actors import Actor
-    from tenants.inputs import tenant_draft
     from tenants.scope import tenant_scope
-    from tenants.services import tenant_create
 
-    actor = Actor.job("bench.ingest")
-    source = tenant_create(
-        actor=actor, draft=tenant_draft({"slug": "bundle-source", "name": "bundle source"})
-    )
-    target = tenant_create(
-        actor=actor, draft=tenant_draft({"slug": "bundle-target", "name": "bundle target"})
-    )
+    actor = _actor()
+    source = _tenant("bundle-source", "bundle source")
+    target = _tenant("bundle-target", "bundle target")
     now = timezone.now()
     model = configured_embedder()
     rng = np.random.default_rng(7)
