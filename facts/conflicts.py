@@ -87,26 +87,42 @@ class NearDuplicate:
     reason: str  # "same text" or "similar"
 
 
-def _query_vector(text: str) -> tuple[np.ndarray, str, int] | None:
+@dataclass(frozen=True)
+class PassageVector:
+    """A text's vector as a passage, by the model that serves recall."""
+
+    vector: np.ndarray
+    model: str
+    dimension: int
+
+
+def passage_vector(*, tenant: Tenant, text: str) -> PassageVector | None:
+    """`text`'s vector as a passage by the serving model: None before any model serves, or
+    when the embedder fails (logged; the worker embeds the fact later)."""
     space = serving_space()
     if space is None:
         return None
-    vector = embedder_for(space).embed([text], purpose="passage")[0]
-    return vector, space.name, space.dimension
-
-
-def fact_near_duplicate(*, tenant: Tenant, content: str, scope: str) -> NearDuplicate | None:
-    """The active fact of this scope that already says `content`, if any. Caller holds the
-    tenant scope. Without a working embedder only the same text is found (by fact_add)."""
-    threshold = float(tenant.setting("duplicate_threshold"))
     try:
-        query = _query_vector(content)
+        vector = embedder_for(space).embed([text], purpose="passage")[0]
     except EmbedderError as error:
         logger.warning("tenant %s: near-duplicate check without vectors: %s", tenant.pk, error)
         return None
+    return PassageVector(vector, space.name, space.dimension)
+
+
+def fact_near_duplicate(
+    *, tenant: Tenant, content: str, scope: str, query: PassageVector | None = None
+) -> NearDuplicate | None:
+    """The active fact of this scope that already says `content`, if any. Caller holds the
+    tenant scope. `query`: `content`'s vector, when the caller made it already (`fact_add`
+    keeps it as the new fact's). Without a working embedder only the same text is found (by
+    fact_add)."""
+    threshold = float(tenant.setting("duplicate_threshold"))
+    if query is None:
+        query = passage_vector(tenant=tenant, text=content)
     if query is None:
         return None
-    vector, model, dimension = query
+    vector, model, dimension = query.vector, query.model, query.dimension
     rows = sql.vector_candidates(
         tenant_id=tenant.pk,
         vector=vector,

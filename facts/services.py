@@ -20,8 +20,8 @@ from django.db.models import F, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from facts.conflicts import fact_join, fact_near_duplicate
-from facts.embedding import tables_analyze_own_changes
+from facts.conflicts import PassageVector, fact_join, fact_near_duplicate, passage_vector
+from facts.embedding import tables_analyze_own_changes, vectors_write
 from facts.entities import fact_link_entities, facts_link_new_entities
 from facts.events import fact_event_record as _event
 from facts.events import fact_events_record
@@ -36,6 +36,7 @@ from facts.models import (
     Status,
 )
 from retrieval.text import SEARCH_VECTOR_SQL, analyze
+from retrieval.vectors import vector_is_configured
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.jobs import job_send_coalesced
@@ -130,20 +131,26 @@ def _facts_insert(facts: list[Fact], *, skip_taken: bool = False) -> bool:
 def _schedule_embedding(tenant: Tenant) -> None:
     """One embedding message per tenant and transaction, however many facts it adds (an import
     of 10,000 lines sends one; the task embeds every pending fact of the tenant in batches)."""
+    _schedule_task(tenant, "facts.tasks.facts_embed_pending")
+
+
+def _schedule_task(tenant: Tenant, name: str) -> None:
+    """Send the task `name(tenant)`, which does all of the tenant's pending work of its kind,
+    once the transaction commits: one message per tenant and transaction."""
     tenant_id = tenant.pk
     connection = transaction.get_connection()
     # Django drops a callback whose savepoint rolls back, so one still listed will run.
     if any(
-        getattr(callback, "embeds_tenant", None) == tenant_id
+        getattr(callback, "sends", None) == (name, tenant_id)
         for _savepoints, callback, _robust in connection.run_on_commit
     ):
         return
 
     def send() -> None:
-        job_send_coalesced("facts.tasks.facts_embed_pending", tenant_id)
+        job_send_coalesced(name, tenant_id)
 
-    send.embeds_tenant = tenant_id  # type: ignore[attr-defined]
-    # A lost message only delays embedding: beat's sweep finds unembedded facts anyway.
+    send.sends = (name, tenant_id)  # type: ignore[attr-defined]
+    # A lost message only delays the work: beat's sweeps find it anyway.
     transaction.on_commit(send, robust=True)
 
 
@@ -211,6 +218,7 @@ def fact_add(
         draft.pinned, draft.content, draft.idempotency_key, draft.kind, draft.position
     )  # fmt: skip
     values = _add_values(tenant, draft, actor)
+    vector: PassageVector | None = None
     with tenant_scope(tenant):
         if key and (replayed := _replayed(tenant, values, key)) is not None:
             return AddResult(fact=replayed, status="exists")
@@ -218,11 +226,11 @@ def fact_add(
             existing = _existing_fact(tenant, values)
             if existing is not None:
                 return _pin_too(tenant, _readd(tenant, existing, actor), pinned, actor)
-            near = (
-                fact_near_duplicate(tenant=tenant, content=text, scope=values["scope"])
-                if join_similar
-                else None
-            )
+            near = None
+            if join_similar and (vector := passage_vector(tenant=tenant, text=text)):
+                near = fact_near_duplicate(
+                    tenant=tenant, content=text, scope=values["scope"], query=vector
+                )
             if near is not None:
                 joined = fact_join(
                     tenant=tenant, fact=near.fact, content=text, tags=values["tags"],
@@ -233,6 +241,12 @@ def fact_add(
         elif position is None:
             position = _next_position(tenant, values["session_id"])
         fact = _new_fact(tenant, values, position, pinned)
+        # The near-duplicate check embedded the text as the worker would (a fact is embedded as
+        # its text): kept, the fact is found by meaning at once and the worker does not embed
+        # it again. During a model switch the vector is the serving model's: kept too, and the
+        # worker still makes both models' (`embedding_model` names the configured one).
+        if vector is not None and vector_is_configured(vector.model):
+            fact.embedding_model = vector.model
         if not _facts_insert([fact], skip_taken=True):
             # Someone stored the same fact (or turn position) a moment ago.
             if kind == Kind.FACT and (existing := _existing_fact(tenant, values)) is not None:
@@ -242,7 +256,13 @@ def fact_add(
             raise IntegrityError(f"fact {values['content_hash']}: taken by a row not visible here")
         facts_link_new_entities(tenant=tenant, facts=[fact])
         _event(tenant, fact.pk, EventAction.CREATE, actor, after=_snapshot(fact))
-        _schedule_embedding(tenant)
+        if vector is not None:
+            vectors_write(tenant=tenant, fact_ids=[fact.pk], models=[vector.model],
+                          vectors=[vector.vector])  # fmt: skip
+        if fact.embedding_model:
+            _schedule_task(tenant, "facts.tasks.facts_check_conflicts")
+        else:
+            _schedule_embedding(tenant)
         return AddResult(fact=fact, status="added")
 
 

@@ -149,6 +149,12 @@ def configured_embedder(copy: int = 0) -> Embedder:
     return embedder
 
 
+def vector_is_configured(model: str) -> bool:
+    """Whether `model` is the configured embedder's (so no switch to another is under way
+    when it also serves)."""
+    return get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR).name == model
+
+
 def serving_space() -> Space | None:
     """The model whose vectors answer recall (None before any fact was ever embedded)."""
     global _serving

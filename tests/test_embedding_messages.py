@@ -13,8 +13,8 @@ from facts.services import fact_add, fact_import
 pytestmark = pytest.mark.django_db
 
 
-def _embedding_nudges(callbacks: list) -> list[int]:
-    return [c.embeds_tenant for c in callbacks if hasattr(c, "embeds_tenant")]
+def _embedding_nudges(callbacks: list, task: str = "facts.tasks.facts_embed_pending") -> list[int]:
+    return [c.sends[1] for c in callbacks if getattr(c, "sends", (None,))[0] == task]
 
 
 def test_an_import_of_many_lines_sends_one_embedding_message(

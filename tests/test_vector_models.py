@@ -82,6 +82,10 @@ def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
         actor=system_actor,
         draft=fact_draft({"content": "Carol flies to Lisbon on Monday"}),
     ).fact
+    # Found by meaning at once: it keeps the serving model's vector its near-duplicate check
+    # made, and waits for the worker to make the new model's.
+    assert _vector_top(tenant, "Carol's flight to Portugal") == during.content
+    assert {v.model for v in fact_vectors(tenant=tenant, fact_id=during.pk)} == {E5}
     assert facts_embed_batch(tenant=tenant, limit=2) == 2, "the new fact, and one older"
     progress = vector_switch_progress()
     assert (progress.serving, progress.filling) == (E5, USE_NAME)
