@@ -12,10 +12,12 @@
   machine's speed drifts: the same measurement gave 82 to 132 texts/s within half an hour);
   each run's share is of the faster of the two measured before it;
 - end to end, for each worker count and two ways of storing: facts stored one by one with
-  `fact_add` (as an agent writes), and as JSON Lines imports of `--batch` lines (`fact_import`,
-  as a bulk load or a migration writes); analysed for full text, entities linked, audited, then
-  embedded and indexed by that many real Celery worker processes (`--concurrency 1` each, through
-  the filesystem broker), warmed up first with a batch per worker in another tenant (a worker loads
+  `fact_add` (as an agent's `fact_store` stores them: each text is embedded by this process for
+  the near-duplicate check, and the fact keeps that vector, so the workers only check the facts
+  for conflicts), and as JSON Lines imports of `--batch` lines (`fact_import`, as a bulk load or
+  a migration writes); analysed for full text, entities linked, audited, then embedded and
+  indexed by that many real Celery worker processes (`--concurrency 1` each, through the
+  filesystem broker), warmed up first with a batch per worker in another tenant (a worker loads
   its model on its first task, once); facts per second from the first write to the last
   vector, and when the workers' conflict check of the new facts (facts.conflicts) was through;
   and where the cores went meanwhile (`CpuWatch`): the workers' embedding streams, their other
@@ -388,10 +390,7 @@ def end_to_end(
             _import(tenant, actor, texts, range(first + start, first + min(facts, start + batch)))
         for i in range(0 if batch else facts):
             fact_add(
-                tenant=tenant,
-                actor=actor,
-                join_similar=False,
-                draft=fact_draft({"content": _text(texts, first + i)}),
+                tenant=tenant, actor=actor, draft=fact_draft({"content": _text(texts, first + i)})
             )
             if i % 200 == 199:
                 # Each add nudges the workers once committed; several workers share the
