@@ -146,21 +146,28 @@ def entities_relink_sweep() -> int:
 def facts_check_conflicts(tenant: Tenant) -> int:
     """Compare the tenant's newly embedded (or changed) facts with their neighbours, a batch
     at a time for up to `CHECK_TASK_S`; then the rest waits behind what was queued meanwhile.
-    While a backlog of new facts waits for vectors, the check gives way to their embedding."""
+    While a backlog of new facts waits for vectors, the check gives way to their embedding.
+
+    Facts an agent stores one by one come with their vectors (`fact_add`), so no embedding task
+    runs for them and this task is the worker's first look: it has the fact tables analysed
+    once they changed enough, as the embedding task does (`tables_analyze_stale`)."""
     checked = 0
     deadline = time.monotonic() + CHECK_TASK_S
     while True:
         if embedding_backlog(tenant=tenant):
             # New facts wait for their vectors: the cores are theirs first. The embedding task
             # that takes the last of them sends a check when it is done.
-            return checked
+            break
         result = conflicts_check_pending(tenant=tenant)
         checked += result.checked
         if result.checked < CHECK_BATCH:
-            return checked
+            break
         if time.monotonic() >= deadline:
             job_send_coalesced("facts.tasks.facts_check_conflicts", tenant.pk)
-            return checked
+            break
+    if checked:
+        tables_analyze_stale()
+    return checked
 
 
 @shared_task(name="facts.tasks.facts_conflicts_sweep", ignore_result=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.db import connection
 
 from facts.conflicts import conflicts_check_pending, tenants_with_unchecked_facts
 from facts.embedding import facts_embed_batch
@@ -97,3 +98,39 @@ def test_another_tenant_finds_nothing_of_a_fact_stored_with_its_vector(
     _serving(tenant, system_actor)
     _add(tenant, system_actor, "Priya is allergic to shellfish.")
     assert _vector_hits(other_tenant, "which seafood can Priya not eat") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_conflict_check_has_the_tables_analysed_that_facts_stored_one_by_one_changed(
+    tenant, system_actor
+) -> None:
+    """Facts stored one by one with their vectors call no embedding task, the one that had the
+    tables analysed. Never analysed, the facts table was planned as nearly empty: each
+    near-duplicate check looked the nearest facts up by reading all of the tenant's. The
+    conflict check that follows the adds has the tables analysed (through the owner's
+    function: the runtime role these tests run as cannot ANALYZE)."""
+    from facts import tasks
+    from facts.embedding import ANALYZE_MIN_CHANGES
+
+    _serving(tenant, system_actor)
+    tasks.facts_check_conflicts(tenant.pk)  # what the first fact changed: checked and analysed
+    before = _last_analysed()
+    for i in range(ANALYZE_MIN_CHANGES):
+        _add(tenant, system_actor, f"Rack {i} holds the build agent number {i}.")
+    with connection.cursor() as cursor:
+        # A process's counts of changed rows are published within a second or so; the worker
+        # comes later than that. Here they are published at once.
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+    assert tasks.facts_check_conflicts(tenant.pk) == ANALYZE_MIN_CHANGES
+    after = _last_analysed()
+    assert after["facts_fact"] is not None and after["facts_fact"] != before["facts_fact"]
+    assert after["facts_factvector"] != before["facts_factvector"], "their vectors too"
+
+
+def _last_analysed() -> dict[str, object]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, last_analyze FROM pg_stat_all_tables "
+            "WHERE relname IN ('facts_fact', 'facts_factvector')"
+        )
+        return dict(cursor.fetchall())
