@@ -7,9 +7,10 @@
   many texts at a time as a worker claims (`facts.embedding.EMBED_BATCH`), in one stream with
   all the threads and in two streams side by side (each with its own copy of the model and half
   the threads, as a worker has them, each embedding whole batches of its own: a worker's
-  streams share each batch in runs of 32, which in one thread embedded about 3% slower, so this
-  is the stricter figure), measured again right before each end-to-end run (a shared
-  machine's speed drifts: the same measurement gave 82 to 132 texts/s within half an hour);
+  streams share each batch in runs (`facts.embedding.RUN`), which in one thread embedded about
+  3% slower, so this is the stricter figure), measured again right before each end-to-end run
+  (a shared machine's speed drifts: the same measurement gave 82 to 132 texts/s within half an
+  hour);
   each run's share is of the faster of the two measured before it;
 - end to end, for each worker count and two ways of storing: facts stored one by one with
   `fact_add` (as an agent's `fact_store` stores them: each text is embedded by this process for

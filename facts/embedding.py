@@ -31,7 +31,7 @@ from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
 # Facts claimed per batch (the workers, the benchmarks). The embedder sorts a batch's texts by
-# length before it splits them into its own runs of 32, so a larger batch pads less: LoCoMo's
+# length before it splits them into its own runs (RUN), so a larger batch pads less: LoCoMo's
 # turns embedded about 45% faster in batches of 256 than of 64 (512: no faster, and each claim
 # holds its rows longer).
 EMBED_BATCH = 256
@@ -129,7 +129,7 @@ class EmbedStreams:
     @contextmanager
     def claiming(self, stop: threading.Event) -> Iterator[None]:
         """Wait until fewer runs wait than there are streams (one of them will have nothing
-        after its current run; a claim takes some milliseconds, a run of 32 texts about 0.3 s),
+        after its current run; a claim takes some milliseconds, a run of 16 texts about 0.1 s),
         or until `stop` is set; then claim. Until the claimed batch's runs are handed over (or
         the claim found nothing), the claim counts as a stream's worth of waiting runs: two
         threads starting together do not both claim a batch for the same idle streams."""

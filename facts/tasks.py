@@ -50,12 +50,12 @@ def facts_embed_pending(tenant: Tenant) -> int:
     """Embed the tenant's unembedded active facts, a batch at a time, for up to `EMBED_TASK_S`;
     then a fresh message of itself takes the rest. Idempotent.
 
-    When a batch it claims leaves rows that nobody has claimed (32 or more), it sends one more
-    message of itself at once, so that a free worker process joins in (rows are claimed with
-    SKIP LOCKED). The importer sends its messages after the first with a delay
-    (`job_send_coalesced`), and a worker busy embedding held those until its task ended (then
-    ran them one after another, with nothing left to do): a second worker joined a load of 2,000
-    facts 1.4 s after it began."""
+    When a batch it claims leaves rows that nobody has claimed (a run's worth,
+    `facts.embedding.RUN`, or more), it sends one more message of itself at once, so that a
+    free worker process joins in (rows are claimed with SKIP LOCKED). The importer sends its
+    messages after the first with a delay (`job_send_coalesced`), and a worker busy embedding
+    held those until its task ended (then ran them one after another, with nothing left to
+    do): a second worker joined a load of 2,000 facts 1.4 s after it began."""
 
     def busy() -> None:
         if not current_app.conf.task_always_eager:  # eager: the message would run right here

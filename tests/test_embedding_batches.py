@@ -315,8 +315,9 @@ def test_a_batchs_vectors_are_stored_run_by_run_while_the_rest_are_embedded(
 
     monkeypatch.setattr(embedding, "vectors_write", write)
     assert facts_embed_all(tenant=tenant).done == 100
-    assert sorted(size for size, _ in writes) == [4, 32, 32, 32], "a write per run"
-    assert writes[0][1] < 4, "the first run stored before the last was embedded"
+    runs = [100 % embedding.RUN] + [embedding.RUN] * (100 // embedding.RUN)
+    assert sorted(size for size, _ in writes) == runs, "a write per run"
+    assert writes[0][1] < len(runs), "the first run stored before the last was embedded"
     _each_fact_has_one_vector(tenant)
 
 

@@ -14,7 +14,14 @@ THREADS_ENV = "MNEMOSYNE_EMBED_THREADS"
 SPIN_ENV = "MNEMOSYNE_EMBED_SPIN"
 STREAMS_ENV = "MNEMOSYNE_EMBED_STREAMS"
 DEFAULT_THREADS = 2
-DEFAULT_BATCH_SIZE = 32
+# Texts per call of the model (a batch's texts are sorted by length first, `in_batches`). On a
+# 2-core Intel Xeon, LoCoMo's turns embedded faster in runs of 16 than of 32: 275 to 281
+# against 231 to 239 texts/s in one stream, 299 to 319 against 231 to 241 in two (chosen on
+# the first 2,000 turns; on the other 760, held out, 279 to 290 against 233 to 239 in one
+# stream). Short Chinese turns (bench/data/zh_dialogues.json) gained nothing in one stream
+# (435 to 505 against 512 to 529) and a little in two (360 to 362 against 331 to 344).
+# bench.ingest's imports, end to end: 214 to 235 facts/s against 172 to 187.
+DEFAULT_BATCH_SIZE = 16
 
 
 class EmbedderError(Exception):

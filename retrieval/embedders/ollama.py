@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from .base import (
-    DEFAULT_BATCH_SIZE,
     EmbedderError,
     Purpose,
     check_output,
@@ -23,6 +22,9 @@ from .base import (
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 PROBE_TIMEOUT = 10.0
 EMBED_TIMEOUT = 120.0
+# Texts per request to the Ollama server (the run size of the local models, DEFAULT_BATCH_SIZE,
+# was chosen for onnxruntime on these cores; a request pays its round trip instead).
+OLLAMA_BATCH_SIZE = 32
 
 
 def parse_ollama_spec(rest: str) -> tuple[str, str]:
@@ -48,7 +50,7 @@ class OllamaEmbedder:
     """The dimension is whatever the served model returns for a probe sentence."""
 
     def __init__(
-        self, model: str, *, url: str = DEFAULT_OLLAMA_URL, batch_size: int = DEFAULT_BATCH_SIZE
+        self, model: str, *, url: str = DEFAULT_OLLAMA_URL, batch_size: int = OLLAMA_BATCH_SIZE
     ) -> None:
         self.model = model
         self.url = url
