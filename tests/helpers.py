@@ -83,3 +83,15 @@ def pid_alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def tables_last_analysed() -> dict[str, Any]:
+    """When the fact tables (facts, vectors, entity links) were last analysed by ANALYZE."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, last_analyze FROM pg_stat_all_tables "
+            "WHERE relname IN ('facts_fact', 'facts_factvector', 'facts_factentity')"
+        )
+        return dict(cursor.fetchall())

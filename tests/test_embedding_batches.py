@@ -24,6 +24,7 @@ from retrieval.embedders.base import STREAMS_ENV, THREADS_ENV
 from retrieval.sql import vector_literal
 from retrieval.vectors import configured_embedder
 from tenants.scope import tenant_scope
+from tests.helpers import tables_last_analysed
 
 
 @pytest.mark.django_db
@@ -429,15 +430,6 @@ def test_an_error_in_one_thread_stops_the_other_after_its_batch(
     assert 3 <= 30 - _waiting(tenant) <= 12, "the other thread stopped after its batch"
 
 
-def _last_analysed() -> dict[str, object]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT relname, last_analyze FROM pg_stat_all_tables "
-            "WHERE relname IN ('facts_fact', 'facts_factvector', 'facts_factentity')"
-        )
-        return dict(cursor.fetchall())
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_embedding_task_has_the_tables_a_bulk_load_changed_analysed(
     tenant, system_actor, monkeypatch
@@ -450,7 +442,7 @@ def test_the_embedding_task_has_the_tables_a_bulk_load_changed_analysed(
 
     monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 20)
     monkeypatch.setattr(embedding, "ANALYZE_MIN_FRACTION", 0.0)
-    before = _last_analysed()
+    before = tables_last_analysed()
     lines = [json.dumps({"content": f"Rack {i} holds the {i}th build agent."}) for i in range(30)]
     fact_import(tenant=tenant, lines=lines, actor=system_actor)
     with connection.cursor() as cursor:
@@ -458,7 +450,7 @@ def test_the_embedding_task_has_the_tables_a_bulk_load_changed_analysed(
         # embedding a load comes later than that. Here they are published at once.
         cursor.execute("SELECT pg_stat_force_next_flush()")
     assert tasks.facts_embed_pending(tenant.pk) == 30
-    after = _last_analysed()
+    after = tables_last_analysed()
     assert after["facts_fact"] is not None and after["facts_fact"] != before["facts_fact"]
     assert "facts_fact" not in embedding.tables_analyze_stale(), "unchanged since: not again"
     monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 1000)
@@ -482,24 +474,24 @@ def test_an_import_has_the_tables_it_made_stale_analysed_without_a_worker(
     monkeypatch.setattr(embedding, "ANALYZE_MIN_FRACTION", 0.0)
     monkeypatch.setattr(embedding, "IMPORT_ANALYZE_FRACTION", 0.0)
     embedding.tables_analyze_stale()  # what other tests left: analysed now, not by the import
-    before = _last_analysed()
+    before = tables_last_analysed()
     lines = [json.dumps({"content": f"Priya moved shelf {i} to the Berlin office."})
              for i in range(30)]  # fmt: skip
     fact_import(tenant=tenant, lines=lines, actor=system_actor)
-    after = _last_analysed()
+    after = tables_last_analysed()
     assert after["facts_fact"] is not None and after["facts_fact"] != before["facts_fact"]
     assert after["facts_factentity"] != before["facts_factentity"], "its entity links too"
     fact_import(tenant=tenant, lines=[json.dumps({"content": "One more shelf."})],
                 actor=system_actor)  # fmt: skip
-    assert _last_analysed()["facts_fact"] == after["facts_fact"], "one line: not again"
+    assert tables_last_analysed()["facts_fact"] == after["facts_fact"], "one line: not again"
     # 11 changes since the analysis, of a table of 30 rows or more: enough changes, but the
     # table did not double.
     monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 5)
     monkeypatch.setattr(embedding, "IMPORT_ANALYZE_FRACTION", 1.0)
     fact_import(tenant=tenant, lines=[json.dumps({"content": f"Crate {i}."}) for i in range(10)],
                 actor=system_actor)  # fmt: skip
-    assert _last_analysed()["facts_fact"] == after["facts_fact"], "the table did not double"
+    assert tables_last_analysed()["facts_fact"] == after["facts_fact"], "the table did not double"
     with transaction.atomic():  # inside a caller's transaction nothing is committed yet
         fact_import(tenant=tenant, lines=lines[:1] + [json.dumps({"content": f"Bin {i}."})
                     for i in range(30)], actor=system_actor)  # fmt: skip
-        assert _last_analysed()["facts_fact"] == after["facts_fact"]
+        assert tables_last_analysed()["facts_fact"] == after["facts_fact"]

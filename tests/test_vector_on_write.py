@@ -16,6 +16,7 @@ from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from retrieval.vectors import configured_embedder, serving_space
 from tenants.scope import tenant_scope
+from tests.helpers import tables_last_analysed
 
 pytestmark = pytest.mark.django_db
 
@@ -114,7 +115,7 @@ def test_the_conflict_check_has_the_tables_analysed_that_facts_stored_one_by_one
 
     _serving(tenant, system_actor)
     tasks.facts_check_conflicts(tenant.pk)  # what the first fact changed: checked and analysed
-    before = _last_analysed()
+    before = tables_last_analysed()
     for i in range(ANALYZE_MIN_CHANGES):
         _add(tenant, system_actor, f"Rack {i} holds the build agent number {i}.")
     with connection.cursor() as cursor:
@@ -122,15 +123,6 @@ def test_the_conflict_check_has_the_tables_analysed_that_facts_stored_one_by_one
         # comes later than that. Here they are published at once.
         cursor.execute("SELECT pg_stat_force_next_flush()")
     assert tasks.facts_check_conflicts(tenant.pk) == ANALYZE_MIN_CHANGES
-    after = _last_analysed()
+    after = tables_last_analysed()
     assert after["facts_fact"] is not None and after["facts_fact"] != before["facts_fact"]
     assert after["facts_factvector"] != before["facts_factvector"], "their vectors too"
-
-
-def _last_analysed() -> dict[str, object]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT relname, last_analyze FROM pg_stat_all_tables "
-            "WHERE relname IN ('facts_fact', 'facts_factvector')"
-        )
-        return dict(cursor.fetchall())
