@@ -151,8 +151,12 @@ def configured_embedder(copy: int = 0) -> Embedder:
 
 def vector_is_configured(model: str) -> bool:
     """Whether `model` is the configured embedder's (so no switch to another is under way
-    when it also serves)."""
-    return get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR).name == model
+    when it also serves); False when the configured embedder cannot be built."""
+    try:
+        configured = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
+    except EmbedderError:
+        return False
+    return configured.name == model
 
 
 def serving_space() -> Space | None:
