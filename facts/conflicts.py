@@ -111,17 +111,13 @@ def passage_vector(*, tenant: Tenant, text: str) -> PassageVector | None:
 
 
 def fact_near_duplicate(
-    *, tenant: Tenant, content: str, scope: str, query: PassageVector | None = None
+    *, tenant: Tenant, content: str, scope: str, query: PassageVector
 ) -> NearDuplicate | None:
     """The active fact of this scope that already says `content`, if any. Caller holds the
-    tenant scope. `query`: `content`'s vector, when the caller made it already (`fact_add`
-    keeps it as the new fact's). Without a working embedder only the same text is found (by
-    fact_add)."""
+    tenant scope. `query`: `content`'s vector (`passage_vector`; `fact_add` keeps it as the new
+    fact's). Without a working embedder there is no vector, and only the same text is found
+    (by fact_add)."""
     threshold = float(tenant.setting("duplicate_threshold"))
-    if query is None:
-        query = passage_vector(tenant=tenant, text=content)
-    if query is None:
-        return None
     vector, model, dimension = query.vector, query.model, query.dimension
     rows = sql.vector_candidates(
         tenant_id=tenant.pk,

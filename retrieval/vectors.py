@@ -136,14 +136,18 @@ def vector_model_register(embedder: Embedder, spec: str) -> VectorModel:
     return known
 
 
+def _configured(copy: int = 0) -> Embedder:
+    """The configured embedder (MNEMOSYNE_EMBEDDER), not registered as a vector model."""
+    return get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR, copy=copy)
+
+
 def configured_embedder(copy: int = 0) -> Embedder:
     """The configured embedder, registered (once per process) as a vector model; `copy`: that
     embedding stream's own (`retrieval.embedders.base.resolve_streams`)."""
-    spec = settings.MNEMOSYNE_EMBEDDER
-    embedder = get_embedder(spec, settings.MNEMOSYNE_MODEL_DIR, copy=copy)
+    embedder = _configured(copy)
     key = (embedder.name, embedder.dimension)
     if key not in _registered:
-        vector_model_register(embedder, spec)
+        vector_model_register(embedder, settings.MNEMOSYNE_EMBEDDER)
         with _lock:
             _registered.add(key)
     return embedder
@@ -153,10 +157,9 @@ def vector_is_configured(model: str) -> bool:
     """Whether `model` is the configured embedder's (so no switch to another is under way
     when it also serves); False when the configured embedder cannot be built."""
     try:
-        configured = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
+        return _configured().name == model
     except EmbedderError:
         return False
-    return configured.name == model
 
 
 def serving_space() -> Space | None:
@@ -178,7 +181,7 @@ def serving_space() -> Space | None:
 def embedder_for(space: Space, copy: int = 0) -> Embedder:
     """The embedder of a recorded model (`copy`: that embedding stream's own); a clear error
     when it cannot be built any more or no longer gives what was recorded."""
-    configured = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR, copy=copy)
+    configured = _configured(copy)
     if configured.name == space.name:
         embedder = configured
     elif not space.spec:

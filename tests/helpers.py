@@ -95,3 +95,8 @@ def tables_last_analysed() -> dict[str, Any]:
             "WHERE relname IN ('facts_fact', 'facts_factvector', 'facts_factentity')"
         )
         return dict(cursor.fetchall())
+
+
+def tasks_sent_on_commit(callbacks: list[Any], task: str) -> list[int]:
+    """The tenants a transaction's on-commit callbacks send `task` for (`facts.services`)."""
+    return [c.sends[1] for c in callbacks if getattr(c, "sends", (None,))[0] == task]

@@ -9,12 +9,13 @@ import pytest
 
 from facts.inputs import fact_draft
 from facts.services import fact_add, fact_import
+from tests.helpers import tasks_sent_on_commit
 
 pytestmark = pytest.mark.django_db
 
 
-def _embedding_nudges(callbacks: list, task: str = "facts.tasks.facts_embed_pending") -> list[int]:
-    return [c.sends[1] for c in callbacks if getattr(c, "sends", (None,))[0] == task]
+def _embedding_nudges(callbacks: list) -> list[int]:
+    return tasks_sent_on_commit(callbacks, "facts.tasks.facts_embed_pending")
 
 
 def test_an_import_of_many_lines_sends_one_embedding_message(

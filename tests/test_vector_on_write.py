@@ -16,17 +16,13 @@ from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from retrieval.vectors import configured_embedder, serving_space
 from tenants.scope import tenant_scope
-from tests.helpers import tables_last_analysed
+from tests.helpers import tables_last_analysed, tasks_sent_on_commit
 
 pytestmark = pytest.mark.django_db
 
 
 def _add(tenant, actor, text: str, **values):
     return fact_add(tenant=tenant, actor=actor, draft=fact_draft({"content": text, **values}))
-
-
-def _sends(callbacks: list, task: str) -> list[int]:
-    return [c.sends[1] for c in callbacks if getattr(c, "sends", (None,))[0] == task]
 
 
 def _vector_hits(tenant, query: str) -> list[str]:
@@ -57,8 +53,8 @@ def test_a_fact_stored_alone_is_found_by_meaning_before_any_worker_runs(
     made = configured_embedder().embed([text], purpose="passage")[0]
     assert float(np.dot(np.asarray(stored.embedding), made)) > 0.9999
     # No embedding for a worker to do; the conflict check that follows embedding still comes.
-    assert _sends(callbacks, "facts.tasks.facts_embed_pending") == []
-    assert _sends(callbacks, "facts.tasks.facts_check_conflicts") == [tenant.pk]
+    assert tasks_sent_on_commit(callbacks, "facts.tasks.facts_embed_pending") == []
+    assert tasks_sent_on_commit(callbacks, "facts.tasks.facts_check_conflicts") == [tenant.pk]
     assert facts_embed_batch(tenant=tenant) == 0
     assert tenant.pk in tenants_with_unchecked_facts()
 
@@ -79,7 +75,7 @@ def test_turns_imports_and_facts_stored_before_any_model_serves_wait_for_the_wor
     with django_capture_on_commit_callbacks() as callbacks:
         first = _add(tenant, system_actor, "The office closes at six on Fridays.").fact
     assert first.embedding_model == ""
-    assert _sends(callbacks, "facts.tasks.facts_embed_pending") == [tenant.pk]
+    assert tasks_sent_on_commit(callbacks, "facts.tasks.facts_embed_pending") == [tenant.pk]
     while facts_embed_batch(tenant=tenant):
         pass
     # A turn is embedded with the turn before it, and an import is embedded in batches.

@@ -20,7 +20,8 @@ DEFAULT_THREADS = 2
 # the first 2,000 turns; on the other 760, held out, 279 to 290 against 233 to 239 in one
 # stream). Short Chinese turns (bench/data/zh_dialogues.json) gained nothing in one stream
 # (435 to 505 against 512 to 529) and a little in two (360 to 362 against 331 to 344).
-# bench.ingest's imports, end to end: 214 to 235 facts/s against 172 to 187.
+# (A one-off script around bench.ingest's embedder measurement.) bench.ingest's imports, end
+# to end, on the same turns cycled: 214 to 235 facts/s against 172 to 187.
 DEFAULT_BATCH_SIZE = 16
 
 
