@@ -2,6 +2,7 @@
 the share of the exact nearest neighbours that the product's vector query finds.
 
     python -m bench.ann --data PATH [--vectors 50000] [--queries 200] [--options 16:64,16:32]
+                        [--types vector,halfvec]
                         [--small-share 0.1] [--ef-search 100] [--seed 7]
                         [--vector-cache FILE] [--json OUT]
 
@@ -11,7 +12,8 @@ as passages; the questions as queries. The collection: `--vectors` vectors, each
 texts' vectors (a main one and half of a second one, normalised; `bench.latency` mixes its
 facts' vectors alike, with a smaller second share),
 in two tenants: a large one and a small one (`--small-share` of the vectors, a tenth by
-default). For each `m:ef_construction` of `--options`, in a table shaped like the product's
+default). For each of `--types` (what the index holds: `vector`, 4 bytes a dimension, or
+`halfvec`, 2) and each `m:ef_construction` of `--options`, in a table shaped like the product's
 vectors (a tenant column, a unique key that starts with it, the same cast expression index,
 statistics), in the bench database:
 
@@ -110,17 +112,20 @@ def measure(
     extra: np.ndarray,
     queries: np.ndarray,
     ef_search: int = EF_SEARCH,
+    kind: str = "vector",
 ) -> dict[str, Any]:
-    """Build, insert and query with one set of options (the table is loaded afresh)."""
+    """Build, insert and query with one set of options (the table is loaded afresh). `kind`:
+    what the index holds, `vector` (4 bytes a dimension) or `halfvec` (2 bytes)."""
     from retrieval.sql import vector_literal
 
     dimension = base.shape[1]
-    cast = f"vector({dimension})"
+    cast = f"{kind}({dimension})"
+    full = f"vector({dimension})"
     _load(cursor, dimension, tenants, base)
     started = time.perf_counter()
     cursor.execute(
         f"CREATE INDEX bench_ann_hnsw ON bench_ann USING hnsw ((embedding::{cast}) "
-        f"vector_cosine_ops) WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+        f"{kind}_cosine_ops) WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
     )
     build = time.perf_counter() - started
     large = int(tenants[0])
@@ -143,6 +148,7 @@ def measure(
     cursor.execute("SET hnsw.iterative_scan = relaxed_order")
     cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
     figures: dict[str, Any] = {
+        "type": kind,
         "m": m,
         "ef_construction": ef_construction,
         "build_s": round(build, 2),
@@ -169,7 +175,8 @@ def measure(
             # CANDIDATES, the order restored outside (a relaxed-order scan may yield its rows
             # slightly out of order).
             cursor.execute(
-                f"SELECT id FROM (SELECT id, embedding::{cast} <=> %s::{cast} AS distance "  # noqa: S608 - an int
+                # The order is restored by the full vectors' distance, as the product does.
+                f"SELECT id FROM (SELECT id, embedding::{full} <=> %s::{full} AS distance "  # noqa: S608 - an int
                 f"FROM bench_ann WHERE tenant_id = %s ORDER BY embedding::{cast} <=> %s::{cast} "
                 "LIMIT %s) nearest ORDER BY distance",
                 [literal, tenant, literal, max(KS)],
@@ -214,21 +221,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results = []
     with as_owner(), connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
-        for option in args.options.split(","):
-            m, ef_construction = (int(part) for part in option.split(":"))
-            progress(f"m {m}, ef_construction {ef_construction}: loading, building, querying")
-            figures = measure(
-                cursor,
-                m=m,
-                ef_construction=ef_construction,
-                base=base,
-                tenants=tenants,
-                extra=extra,
-                queries=queries,
-                ef_search=args.ef_search,
-            )
-            progress(f"  {_line(figures)}")
-            results.append(figures)
+        for kind in args.types.split(","):
+            for option in args.options.split(","):
+                m, ef_construction = (int(part) for part in option.split(":"))
+                progress(
+                    f"{kind}, m {m}, ef_construction {ef_construction}: loading, building, querying"
+                )
+                figures = measure(
+                    cursor,
+                    m=m,
+                    ef_construction=ef_construction,
+                    base=base,
+                    tenants=tenants,
+                    extra=extra,
+                    queries=queries,
+                    ef_search=args.ef_search,
+                    kind=kind,
+                )
+                progress(f"  {_line(figures)}")
+                results.append(figures)
     return {
         "data": args.data.name,
         "model": embedder.name,
@@ -252,7 +263,7 @@ def _line(figures: dict[str, Any]) -> str:
         f"{name} {'HNSW' if figures[f'hnsw_{name}'] else 'exact'}" for name in ("large", "small")
     )
     return (
-        f"m {figures['m']}, ef_construction {figures['ef_construction']}: build "
+        f"{figures['type']}, m {figures['m']}, ef_construction {figures['ef_construction']}: build "
         f"{figures['build_s']} s, {INSERTS} inserts {figures['insert_s']} s "
         f"({figures['insert_ms_per_vector']} ms each); {recalls} (scan: {scans}; a question "
         f"{figures['query_ms_large']} ms large / {figures['query_ms_small']} ms small)"
@@ -265,6 +276,9 @@ def main() -> None:
     parser.add_argument("--vectors", type=int, default=50_000, help="vectors in the collection")
     parser.add_argument("--queries", type=int, default=200, help="questions asked per tenant")
     parser.add_argument("--options", default="16:64,16:32", help="m:ef_construction, ...")
+    parser.add_argument(
+        "--types", default="vector", help="what the index holds: vector, halfvec or both"
+    )
     parser.add_argument(
         "--small-share", type=float, default=0.1, help="the small tenant's share of the vectors"
     )
@@ -283,6 +297,8 @@ def main() -> None:
         parser.error("--ef-search: 1 to 1000 (pgvector's range)")
     if not 0 < args.small_share < 1:
         parser.error("--small-share: between 0 and 1")
+    if not set(args.types.split(",")) <= {"vector", "halfvec"}:
+        parser.error(f"--types {args.types!r}: vector, halfvec or both, with a comma")
     for option in args.options.split(","):
         parts = option.split(":")
         if len(parts) != 2 or not all(p.isdigit() and int(p) >= 2 for p in parts):

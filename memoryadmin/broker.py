@@ -7,6 +7,13 @@ readable by anyone, and taken again and again. Here a message is taken by renami
 our own `processed` folder (same file system, mode 0700): a rename either happens whole or not
 at all, so an unwritable queue leaves the message where it is and nothing elsewhere.
 
+kombu's transport also wrote a message in place: it created the message's file and then wrote
+it, so a worker looking at that moment took an empty file, failed to decode it and stopped for
+good (seen with two workers and a writer sending a message per fact). Here a message is written
+under a name no consumer looks at and renamed into the queue once whole; and a message that still
+cannot be decoded (written by something else, damaged on disk) is set aside in the `processed`
+folder with a log line naming it, and the worker goes on with the next one.
+
 Celery's blocking loop acknowledges a finished task only between two calls of
 `drain_events(timeout=2.0)`, and kombu's virtual transport waits out that whole timeout while
 every prefetch slot is taken. With late acknowledgement and one slot, each message held its
@@ -16,16 +23,43 @@ worker half an hour. Here a worker whose slots are all taken looks again after `
 
 from __future__ import annotations
 
+import logging
 import os
+import time
+import uuid
 from queue import Empty
 from typing import Any
 
+from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
-from kombu.utils.encoding import bytes_to_str
-from kombu.utils.json import loads
+from kombu.utils.encoding import bytes_to_str, str_to_bytes
+from kombu.utils.json import dumps, loads
+
+logger = logging.getLogger(__name__)
+
+# What a message is set aside as when it cannot be decoded (in the processed folder).
+UNREADABLE = ".unreadable"
 
 
 class Channel(filesystem.Channel):
+    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+        # kombu's name (its clock first, so messages are taken in about the order sent); the
+        # file is written whole under a name without `.msg` (kombu's purge and size look for
+        # `.QUEUE.msg` anywhere in a name), then renamed: a consumer sees all of it or nothing.
+        name = f"{round(time.monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        folder = self.data_folder_out
+        writing = os.path.join(folder, f".writing-{uuid.uuid4().hex}")
+        try:
+            with open(writing, "wb") as handle:
+                handle.write(str_to_bytes(dumps(payload)))
+            os.rename(writing, os.path.join(folder, name))
+        except OSError as exc:
+            try:
+                os.remove(writing)
+            except OSError:
+                pass
+            raise ChannelError(f"Cannot add a message to {folder!r}: {exc}") from exc
+
     def _get(self, queue: str) -> Any:
         wanted = f".{queue}.msg"
         taken_folder = self.processed_folder
@@ -40,13 +74,25 @@ class Channel(filesystem.Channel):
             try:
                 with open(taken, "rb") as handle:
                     payload = handle.read()
+                message = loads(bytes_to_str(payload))
+            except ValueError:  # not JSON (UnicodeDecodeError is a ValueError too)
+                logger.error(
+                    "broker: message %s of queue %s cannot be decoded (%d bytes); set aside as "
+                    "%s%s",
+                    filename, queue, len(payload), taken, UNREADABLE,
+                )  # fmt: skip
+                try:
+                    os.rename(taken, taken + UNREADABLE)
+                except OSError:
+                    pass
+                continue
             finally:
                 if not self.store_processed:
                     try:
                         os.remove(taken)
                     except OSError:
                         pass
-            return loads(bytes_to_str(payload))
+            return message
         raise Empty()
 
 

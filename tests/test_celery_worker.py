@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import subprocess
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -157,3 +160,75 @@ def test_a_backlog_of_quick_tasks_is_not_taken_one_per_two_seconds(tmp_path: Pat
         )
     finally:
         _stop(worker, log)
+
+
+def test_a_consumer_never_takes_a_message_half_written(tmp_path: Path) -> None:
+    """kombu wrote a message into its queue file in place: a consumer looking meanwhile took an
+    empty or cut file. One thread sends 40 messages of a megabyte while this one takes them:
+    every one arrives whole and none is set aside."""
+    url, options = _filesystem_broker(tmp_path)
+    options["processed_folder"] = str(tmp_path / "broker" / "processed")
+    for folder in ("queue", "control", "processed"):
+        (tmp_path / "broker" / folder).mkdir(parents=True, exist_ok=True)
+    body = "x" * 1_000_000
+    sent = 40
+    with (
+        Connection(url, transport_options=options) as sender,
+        Connection(url, transport_options=options) as taker,
+    ):
+        sending = sender.default_channel
+        taking = taker.default_channel
+
+        def send() -> None:
+            for n in range(sent):
+                sending._put("big", {"n": n, "body": body})
+
+        thread = threading.Thread(target=send)
+        thread.start()
+        taken: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(taken) < sent and time.monotonic() < deadline:
+            try:
+                message = taking._get("big")
+            except queue.Empty:
+                continue
+            assert message["body"] == body, "a message arrived cut"
+            taken.append(message["n"])
+        thread.join()
+    assert sorted(taken) == list(range(sent))
+    assert not list((tmp_path / "broker" / "processed").iterdir()), "a message was set aside"
+    assert not list((tmp_path / "broker" / "queue").iterdir())
+
+
+def test_a_worker_sets_an_undecodable_message_aside_and_goes_on(tmp_path: Path) -> None:
+    """A message file that is not JSON (damaged, or written by something else) stopped the
+    worker for good ('Unrecoverable error: JSONDecodeError'). Now it is set aside, the log names
+    it, and the next task runs."""
+    home = tmp_path / "home"
+    url, options = _filesystem_broker(home)
+    queue_name = f"bad-{uuid.uuid4().hex[:8]}"
+    hostname = f"{queue_name}@test"
+    log = tmp_path / "worker.log"
+    worker = _start_worker(home, log, hostname, "--queues", queue_name, CELERY_BROKER_URL=None)
+    name = f"worker:{hostname}"
+    try:
+        _wait_ready(hostname)
+        ServiceHeartbeat.objects.filter(name=name).delete()
+        folder = Path(options["data_folder_in"])
+        # Named to be taken first (kombu's names start with a clock reading in milliseconds).
+        (folder / f"0_{uuid.uuid4()}.{queue_name}.msg").write_bytes(b"")
+        (folder / f"00_{uuid.uuid4()}.{queue_name}.msg").write_bytes(b"\xff{not json")
+        with Connection(url, transport_options=options) as conn:
+            heartbeat.apply_async(queue=queue_name, connection=conn)
+        wait_for(
+            lambda: ServiceHeartbeat.objects.filter(name=name).exists(),
+            timeout=30,
+            what="the task after the bad messages to run",
+        )
+        assert worker.poll() is None, "the worker stopped"
+        aside = sorted(p.name for p in (home / "broker" / "processed").iterdir())
+        assert len(aside) == 2 and all(n.endswith(f".{queue_name}.msg.unreadable") for n in aside)
+    finally:
+        _stop(worker, log)
+    assert worker.returncode == 0
+    assert "cannot be decoded" in log.read_text()
