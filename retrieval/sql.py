@@ -302,7 +302,10 @@ def vector_candidates(
 
     The tenant and model apply inside the model's HNSW scan and the filters on each fact it
     yields; the scan is iterative (relaxed order), so it goes on until `limit` facts passed, and
-    a small tenant among large ones still gets its `limit` best. The outer query restores order.
+    a small tenant among large ones still gets its `limit` best. The rows come nearest first,
+    sorted here: a relaxed-order scan yields them a little out of order, and PostgreSQL drops an
+    outer ORDER BY over a subquery (or a MATERIALIZED CTE) whose own ORDER BY it takes as
+    already giving that order.
     """
     if vector.shape != (dimension,):
         raise ValueError(f"a {dimension}-dimension vector is needed, got shape {vector.shape}")
@@ -325,10 +328,10 @@ def vector_candidates(
             "FROM facts_fact f WHERE f.id = v.fact_id OFFSET 0) f "
             f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
             f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
-            ") nearest ORDER BY distance",
+            ") nearest",
             [literal, tenant_id, model, *params, literal, limit],
         )
-        return _candidates(cursor.fetchall())
+        return sorted(_candidates(cursor.fetchall()), key=lambda row: (-row[1], row[0]))
 
 
 def vector_neighbours_of(

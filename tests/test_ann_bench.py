@@ -88,7 +88,8 @@ def test_mixes_are_unit_vectors_near_their_sources():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_small_collection_is_found_exactly_and_each_tenant_gets_only_its_own():
+@pytest.mark.parametrize("kind", ["vector", "halfvec"])
+def test_a_small_collection_is_found_exactly_and_each_tenant_gets_only_its_own(kind):
     rng = np.random.default_rng(11)
     base = rng.normal(size=(400, 8)).astype(np.float32)
     base /= np.linalg.norm(base, axis=1, keepdims=True)
@@ -109,12 +110,17 @@ def test_a_small_collection_is_found_exactly_and_each_tenant_gets_only_its_own()
             tenants=tenants,
             extra=extra,
             queries=queries,
+            kind=kind,
         )
         cursor.execute("SELECT to_regclass('bench_ann')")
         assert cursor.fetchone() == (None,)  # the table is gone afterwards
+    # halfvec: the scan orders by distances of 2-byte values, so where the 100th and 101st
+    # nearest are within its rounding, it may keep the other one.
+    least = 1.0 if kind == "vector" else 0.97
+    assert figures["type"] == kind
     for k in KS:
-        assert figures[f"recall_at_{k}_large"] == 1.0
-        assert figures[f"recall_at_{k}_small"] == 1.0
+        assert figures[f"recall_at_{k}_large"] >= least
+        assert figures[f"recall_at_{k}_small"] >= least
     # Which scan the planner chose is reported for each tenant (either gives every neighbour
     # here; the HNSW scan is the one whose recall the options change).
     assert {type(figures["hnsw_large"]), type(figures["hnsw_small"])} == {bool}

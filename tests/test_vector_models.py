@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -10,8 +11,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from facts import services
-from facts.embedding import facts_embed_batch
+from facts.embedding import facts_embed_batch, vectors_write
 from facts.inputs import fact_draft
+from facts.models import Fact
 from facts.selectors.facts import fact_vectors
 from retrieval.embedders.use import USE_NAME
 from retrieval.inputs import recall_query
@@ -19,6 +21,7 @@ from retrieval.models import VectorModel
 from retrieval.search import recall_search
 from retrieval.vectors import (
     VectorModelMismatch,
+    configured_embedder,
     index_name,
     serving_space,
     vector_model_register,
@@ -27,6 +30,7 @@ from retrieval.vectors import (
     vector_switch_finish,
     vector_switch_progress,
 )
+from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db
 
@@ -150,3 +154,31 @@ def test_a_recall_vector_of_the_wrong_dimension_is_an_error_not_nonsense(tenant)
             tenant_id=tenant.pk, vector=np.zeros(512, dtype=np.float32), model=E5,
             dimension=384, filters=sql.Filters(), limit=10,
         )  # fmt: skip
+
+
+def test_vector_candidates_come_nearest_first(tenant, system_actor) -> None:
+    """The scan is relaxed-order, so its rows come a little out of order; the query sorts them
+    after it. (An outer ORDER BY over a plain subquery was dropped by the planner, which took
+    the subquery's ORDER BY as already giving that order.) With `ef_search` 1 the scan yields
+    its rows far out of order; sorting is made dear, so the planner takes the HNSW scan for
+    this small tenant (as for a large one) rather than read every row and sort it."""
+    from retrieval import sql
+
+    configured_embedder()  # registered: E5 serves
+    lines = [json.dumps({"content": f"memory number {n}"}) for n in range(400)]
+    services.fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(400, 384)).astype(np.float32)
+    with tenant_scope(tenant):
+        ids = sorted(Fact.objects.for_tenant(tenant).values_list("pk", flat=True))
+        vectors_write(tenant=tenant, fact_ids=ids, models=[E5] * 400, vectors=list(vectors))
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_sort = off")
+        rows = sql.vector_candidates(
+            tenant_id=tenant.pk, vector=vectors[0], model=E5, dimension=384,
+            filters=sql.Filters(), limit=100, ef_search=1,
+        )  # fmt: skip
+    scores = [score for _, score, _ in rows]
+    assert len(scores) == 100
+    assert rows[0][0] == ids[0] and scores[0] == pytest.approx(1.0, abs=1e-5)
+    assert scores == sorted(scores, reverse=True)
