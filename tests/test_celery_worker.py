@@ -71,6 +71,18 @@ def _filesystem_broker(home: Path) -> tuple[str, dict[str, str]]:
     }
 
 
+def _filesystem_worker(tmp_path: Path, prefix: str):
+    """A worker on a filesystem broker of its own, taking one queue of its own: (url, options,
+    queue, hostname, log, worker)."""
+    home = tmp_path / "home"
+    url, options = _filesystem_broker(home)
+    queue = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    hostname = f"{queue}@test"
+    log = tmp_path / "worker.log"
+    worker = _start_worker(home, log, hostname, "--queues", queue, CELERY_BROKER_URL=None)
+    return url, options, queue, hostname, log, worker
+
+
 def _redis_broker() -> tuple[str, dict[str, str]]:
     url = os.environ.get("CELERY_BROKER_URL", "")
     if not url.startswith(("redis://", "rediss://")):
@@ -141,12 +153,7 @@ def test_a_backlog_of_quick_tasks_is_not_taken_one_per_two_seconds(tmp_path: Pat
     """With late acks and one prefetch slot, Celery's loop acked a finished task only after
     kombu's two-second wait: 1,000 queued nudges held a worker for half an hour. Now 40 quick
     tasks take about a second (they took 80 s before)."""
-    home = tmp_path / "home"
-    url, options = _filesystem_broker(home)
-    queue = f"backlog-{uuid.uuid4().hex[:8]}"
-    hostname = f"{queue}@test"
-    log = tmp_path / "worker.log"
-    worker = _start_worker(home, log, hostname, "--queues", queue, CELERY_BROKER_URL=None)
+    url, options, queue, hostname, log, worker = _filesystem_worker(tmp_path, "backlog")
     folder = Path(options["data_folder_in"])
     try:
         _wait_ready(hostname)
@@ -204,12 +211,7 @@ def test_a_worker_sets_an_undecodable_message_aside_and_goes_on(tmp_path: Path) 
     """A message file that is not JSON (damaged, or written by something else) stopped the
     worker for good ('Unrecoverable error: JSONDecodeError'). Now it is set aside, the log names
     it, and the next task runs."""
-    home = tmp_path / "home"
-    url, options = _filesystem_broker(home)
-    queue_name = f"bad-{uuid.uuid4().hex[:8]}"
-    hostname = f"{queue_name}@test"
-    log = tmp_path / "worker.log"
-    worker = _start_worker(home, log, hostname, "--queues", queue_name, CELERY_BROKER_URL=None)
+    url, options, queue_name, hostname, log, worker = _filesystem_worker(tmp_path, "bad")
     name = f"worker:{hostname}"
     try:
         _wait_ready(hostname)
@@ -226,7 +228,7 @@ def test_a_worker_sets_an_undecodable_message_aside_and_goes_on(tmp_path: Path) 
             what="the task after the bad messages to run",
         )
         assert worker.poll() is None, "the worker stopped"
-        aside = sorted(p.name for p in (home / "broker" / "processed").iterdir())
+        aside = sorted(p.name for p in (tmp_path / "home" / "broker" / "processed").iterdir())
         assert len(aside) == 2 and all(n.endswith(f".{queue_name}.msg.unreadable") for n in aside)
     finally:
         _stop(worker, log)
