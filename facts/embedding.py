@@ -384,7 +384,9 @@ def facts_embed_all(
 
     def other_thread() -> int:
         try:
-            return drain()
+            done = drain()
+            counts_publish()  # before the caller analyses what this load changed
+            return done
         finally:
             connections.close_all()  # this thread's own connection
 
@@ -399,6 +401,18 @@ def facts_embed_all(
             return EmbedRun(done=mine + other.result(), cut=cut.is_set())
     finally:
         streams.close()
+
+
+def counts_publish() -> None:
+    """Have this thread's database connection publish its counts of changed rows now (outside a
+    transaction; inside one, nothing is committed yet). A connection publishes them when it
+    next waits for a statement, but at most once a second; otherwise ten seconds after it went
+    idle, or as it closes. Counts that came after an analysis count as changes since it: the
+    tables a bulk load changed were analysed again at the next task (`tables_analyze_stale`)."""
+    if connection.in_atomic_block:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
 
 
 # Rows changed in a fact table since its last analysis, and the share of its rows, that have
@@ -424,8 +438,11 @@ def tables_analyze_stale(*, min_fraction: float | None = None) -> list[str]:
     the names of those it analysed. After a bulk load, before autovacuum came round,
     PostgreSQL planned a new tenant's conflict checks as if it had no rows: 60 s instead of
     0.3 s for 200 facts (facts migration 0015). `min_fraction`: another share than
-    ANALYZE_MIN_FRACTION."""
+    ANALYZE_MIN_FRACTION. This connection's own counts of changed rows are published first
+    (`counts_publish`); another connection's must have been (`facts_embed_all`'s other thread
+    publishes its own before it ends)."""
     fraction = ANALYZE_MIN_FRACTION if min_fraction is None else min_fraction
+    counts_publish()
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT * FROM mnemosyne_analyze_stale(%s, %s)", [ANALYZE_MIN_CHANGES, fraction]
@@ -436,12 +453,9 @@ def tables_analyze_stale(*, min_fraction: float | None = None) -> list[str]:
 def tables_analyze_own_changes() -> list[str]:
     """`tables_analyze_stale` with IMPORT_ANALYZE_FRACTION, this process's own changes counted:
     for a bulk load, right after it committed (inside a transaction, nothing: what it changed
-    is not committed yet). A process publishes its counts of changed rows when it next waits
-    for a statement, at most once a second; here they are published first."""
+    is not committed yet)."""
     if connection.in_atomic_block:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_stat_force_next_flush()")
     return tables_analyze_stale(min_fraction=IMPORT_ANALYZE_FRACTION)
 
 
