@@ -12,7 +12,9 @@ it, so a worker looking at that moment took an empty file, failed to decode it a
 good (seen with two workers and a writer sending a message per fact). Here a message is written
 under a name no consumer looks at and renamed into the queue once whole; and a message that still
 cannot be decoded (written by something else, damaged on disk) is set aside in the `processed`
-folder with a log line naming it, and the worker goes on with the next one.
+folder with a log line naming it, and the worker goes on with the next one. A message file its
+sender never finished (stopped between writing and renaming it) is removed by the consumers once
+it is ten minutes old.
 
 Celery's blocking loop acknowledges a finished task only between two calls of
 `drain_events(timeout=2.0)`, and kombu's virtual transport waits out that whole timeout while
@@ -39,6 +41,11 @@ logger = logging.getLogger(__name__)
 
 # What a message is set aside as when it cannot be decoded (in the processed folder).
 UNREADABLE = ".unreadable"
+# A message being written (`Channel._put`) has a name starting with this until it is whole.
+WRITING = ".writing-"
+# How old such a file is when a consumer removes it: its sender was stopped before renaming it
+# (killed, or the disk full). Writing a message takes milliseconds.
+WRITING_ABANDONED_S = 600
 
 
 class Channel(filesystem.Channel):
@@ -48,7 +55,7 @@ class Channel(filesystem.Channel):
         # `.QUEUE.msg` anywhere in a name), then renamed: a consumer sees all of it or nothing.
         name = f"{round(time.monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         folder = self.data_folder_out
-        writing = os.path.join(folder, f".writing-{uuid.uuid4().hex}")
+        writing = os.path.join(folder, f"{WRITING}{uuid.uuid4().hex}")
         try:
             with open(writing, "wb") as handle:
                 handle.write(str_to_bytes(dumps(payload)))
@@ -64,6 +71,9 @@ class Channel(filesystem.Channel):
         wanted = f".{queue}.msg"
         taken_folder = self.processed_folder
         for filename in sorted(os.listdir(self.data_folder_in)):
+            if filename.startswith(WRITING):
+                _remove_if_abandoned(os.path.join(self.data_folder_in, filename))
+                continue
             if not filename.endswith(wanted):
                 continue
             taken = os.path.join(taken_folder, filename)
@@ -94,6 +104,18 @@ class Channel(filesystem.Channel):
                         pass
             return message
         raise Empty()
+
+
+def _remove_if_abandoned(path: str) -> None:
+    """Remove a message file its sender never finished (WRITING_ABANDONED_S old), logging it."""
+    try:
+        age = time.time() - os.stat(path).st_mtime
+        if age < WRITING_ABANDONED_S:
+            return
+        os.remove(path)
+    except OSError:
+        return  # renamed into the queue meanwhile, or removed by another consumer
+    logger.warning("broker: removed %s, a message its sender left unfinished %.0f s ago", path, age)
 
 
 BUSY_POLL_S = 0.02

@@ -19,6 +19,7 @@ from kombu import Connection
 from facts.inputs import fact_draft
 from facts.selectors.facts import fact_get, fact_vectors
 from facts.services import fact_add
+from memoryadmin import broker
 from memoryadmin.models import ServiceHeartbeat
 from memoryadmin.tasks import heartbeat
 from tenants.actors import Actor
@@ -205,6 +206,30 @@ def test_a_consumer_never_takes_a_message_half_written(tmp_path: Path) -> None:
     assert sorted(taken) == list(range(sent))
     assert not list((tmp_path / "broker" / "processed").iterdir()), "a message was set aside"
     assert not list((tmp_path / "broker" / "queue").iterdir())
+
+
+def test_a_consumer_removes_a_message_its_sender_never_finished(tmp_path: Path) -> None:
+    """A sender stopped between writing a message and renaming it into the queue left the file
+    for good. A consumer removes it once it is WRITING_ABANDONED_S old, never a younger one (a
+    message being written), and still takes the queue's messages."""
+    url, options = _filesystem_broker(tmp_path)
+    options["processed_folder"] = str(tmp_path / "broker" / "processed")
+    for folder in ("queue", "control", "processed"):
+        (tmp_path / "broker" / folder).mkdir(parents=True, exist_ok=True)
+    folder = tmp_path / "broker" / "queue"
+    old, young = folder / f"{broker.WRITING}old", folder / f"{broker.WRITING}young"
+    old.write_bytes(b'{"half')
+    young.write_bytes(b'{"being written')
+    then = time.time() - broker.WRITING_ABANDONED_S - 5
+    os.utime(old, (then, then))
+    with Connection(url, transport_options=options) as conn:
+        channel = conn.default_channel
+        channel._put("q", {"n": 1})
+        assert channel._get("q") == {"n": 1}
+        with pytest.raises(queue.Empty):
+            channel._get("q")
+    assert not old.exists(), "the abandoned message is removed"
+    assert young.exists(), "a message being written is left alone"
 
 
 def test_a_worker_sets_an_undecodable_message_aside_and_goes_on(tmp_path: Path) -> None:
