@@ -2,7 +2,7 @@
 the share of the exact nearest neighbours that the product's vector query finds.
 
     python -m bench.ann --data PATH [--vectors 50000] [--queries 200] [--options 16:64,16:32]
-                        [--types vector,halfvec]
+                        [--types vector,halfvec,bit] [--rerank 100]
                         [--small-share 0.1] [--ef-search 100] [--seed 7]
                         [--vector-cache FILE] [--json OUT]
 
@@ -12,8 +12,9 @@ as passages; the questions as queries. The collection: `--vectors` vectors, each
 texts' vectors (a main one and half of a second one, normalised; `bench.latency` mixes its
 facts' vectors alike, with a smaller second share),
 in two tenants: a large one and a small one (`--small-share` of the vectors, a tenth by
-default). For each of `--types` (what the index holds: `vector`, 4 bytes a dimension, or
-`halfvec`, 2) and each `m:ef_construction` of `--options`, in a table shaped like the product's
+default). For each of `--types` (what the index holds: `vector`, 4 bytes a dimension,
+`halfvec`, 2, or `bit`, pgvector's `binary_quantize`: a bit a dimension, its sign, compared by
+Hamming distance) and each `m:ef_construction` of `--options`, in a table shaped like the product's
 vectors (a tenant column, a unique key that starts with it, the same cast expression index,
 statistics), in the bench database:
 
@@ -22,9 +23,10 @@ statistics), in the bench database:
   them (seconds: what PostgreSQL spends on the HNSW inserts while the workers embed);
 - each question asked in each tenant with the product's query (`retrieval.sql.vector_candidates`:
   the tenant inside the scan, `hnsw.ef_search` 100 or `--ef-search`, iterative scan in relaxed
-  order, LIMIT 100 as `retrieval.search.CANDIDATES`, sorted after it): recall@10 /
-  recall@100 = the share of the tenant's exact 10 / 100 nearest vectors among its first 10 /
-  all 100 rows (exact: every vector compared, in NumPy); whether the planner scanned the HNSW
+  order, LIMIT 100 as `retrieval.search.CANDIDATES`, or `--rerank` rows, sorted after it by
+  the full vectors' distance): recall@10 / recall@100 = the share of the tenant's exact 10 /
+  100 nearest vectors among its first 10 / 100 rows (exact: every vector compared, in NumPy);
+  whether the planner scanned the HNSW
   index for that tenant (or read its rows and sorted them, which is exact); and the mean time
   of a question, from this process.
 """
@@ -113,19 +115,27 @@ def measure(
     queries: np.ndarray,
     ef_search: int = EF_SEARCH,
     kind: str = "vector",
+    rerank: int = max(KS),
 ) -> dict[str, Any]:
     """Build, insert and query with one set of options (the table is loaded afresh). `kind`:
-    what the index holds, `vector` (4 bytes a dimension) or `halfvec` (2 bytes)."""
+    what the index holds, `vector` (4 bytes a dimension), `halfvec` (2 bytes) or `bit` (the
+    signs, by Hamming distance). `rerank`: rows a question reads from the scan, sorted after by
+    the full vectors' distance (at least max(KS))."""
     from retrieval.sql import vector_literal
 
     dimension = base.shape[1]
-    cast = f"{kind}({dimension})"
     full = f"vector({dimension})"
+    if kind == "bit":
+        indexed, opclass = f"binary_quantize(embedding)::bit({dimension})", "bit_hamming_ops"
+        order = f"{indexed} <~> binary_quantize(%s::{full})::bit({dimension})"
+    else:
+        indexed, opclass = f"embedding::{kind}({dimension})", f"{kind}_cosine_ops"
+        order = f"{indexed} <=> %s::{kind}({dimension})"
     _load(cursor, dimension, tenants, base)
     started = time.perf_counter()
     cursor.execute(
-        f"CREATE INDEX bench_ann_hnsw ON bench_ann USING hnsw ((embedding::{cast}) "
-        f"{kind}_cosine_ops) WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+        f"CREATE INDEX bench_ann_hnsw ON bench_ann USING hnsw (({indexed}) {opclass}) "
+        f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
     )
     build = time.perf_counter() - started
     large = int(tenants[0])
@@ -149,6 +159,7 @@ def measure(
     cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
     figures: dict[str, Any] = {
         "type": kind,
+        "rerank": rerank,
         "m": m,
         "ef_construction": ef_construction,
         "build_s": round(build, 2),
@@ -160,8 +171,8 @@ def measure(
         # (for a tenant it thinks small enough) every row read and sorted, which is exact.
         cursor.execute(
             f"EXPLAIN (FORMAT JSON) SELECT id FROM bench_ann WHERE tenant_id = %s "  # noqa: S608 - an int
-            f"ORDER BY embedding::{cast} <=> %s::{cast} LIMIT %s",
-            [tenant, vector_literal(queries[0]), max(KS)],
+            f"ORDER BY {order} LIMIT %s",
+            [tenant, vector_literal(queries[0]), rerank],
         )
         figures[f"hnsw_{name}"] = "bench_ann_hnsw" in json.dumps(cursor.fetchone()[0])
         ids = np.flatnonzero(owners == tenant)
@@ -177,11 +188,11 @@ def measure(
             # outer ORDER BY over the subquery).
             cursor.execute(
                 f"SELECT id, embedding::{full} <=> %s::{full} AS distance "  # noqa: S608 - an int
-                f"FROM bench_ann WHERE tenant_id = %s ORDER BY embedding::{cast} <=> %s::{cast} "
-                "LIMIT %s",
-                [literal, tenant, literal, max(KS)],
+                f"FROM bench_ann WHERE tenant_id = %s ORDER BY {order} LIMIT %s",
+                [literal, tenant, literal, rerank],
             )
-            found = [row[0] for row in sorted(cursor.fetchall(), key=lambda row: (row[1], row[0]))]
+            rows = sorted(cursor.fetchall(), key=lambda row: (row[1], row[0]))
+            found = [row[0] for row in rows[: max(KS)]]
             for k in KS:
                 shares[k].append(recall(found[:k], exact[:k]))
         figures[f"query_ms_{name}"] = round(1000 * (time.perf_counter() - asked) / len(queries), 2)
@@ -237,6 +248,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     queries=queries,
                     ef_search=args.ef_search,
                     kind=kind,
+                    rerank=args.rerank,
                 )
                 progress(f"  {_line(figures)}")
                 results.append(figures)
@@ -249,6 +261,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "small_tenant": small,
         "inserts": INSERTS,
         "ef_search": args.ef_search,
+        "rerank": args.rerank,
         "options": results,
     }
 
@@ -263,7 +276,8 @@ def _line(figures: dict[str, Any]) -> str:
         f"{name} {'HNSW' if figures[f'hnsw_{name}'] else 'exact'}" for name in ("large", "small")
     )
     return (
-        f"{figures['type']}, m {figures['m']}, ef_construction {figures['ef_construction']}: build "
+        f"{figures['type']} (reading {figures['rerank']}), m {figures['m']}, "
+        f"ef_construction {figures['ef_construction']}: build "
         f"{figures['build_s']} s, {INSERTS} inserts {figures['insert_s']} s "
         f"({figures['insert_ms_per_vector']} ms each); {recalls} (scan: {scans}; a question "
         f"{figures['query_ms_large']} ms large / {figures['query_ms_small']} ms small)"
@@ -277,8 +291,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="questions asked per tenant")
     parser.add_argument("--options", default="16:64,16:32", help="m:ef_construction, ...")
     parser.add_argument(
-        "--types", default="vector", help="what the index holds: vector, halfvec or both"
+        "--types", default="vector", help="what the index holds: vector, halfvec, bit; any of them"
     )
+    parser.add_argument(
+        "--rerank", type=int, default=max(KS),
+        help="rows read from the scan per question, then sorted by the full vectors' distance",
+    )  # fmt: skip
     parser.add_argument(
         "--small-share", type=float, default=0.1, help="the small tenant's share of the vectors"
     )
@@ -297,8 +315,10 @@ def main() -> None:
         parser.error("--ef-search: 1 to 1000 (pgvector's range)")
     if not 0 < args.small_share < 1:
         parser.error("--small-share: between 0 and 1")
-    if not set(args.types.split(",")) <= {"vector", "halfvec"}:
-        parser.error(f"--types {args.types!r}: vector, halfvec or both, with a comma")
+    if not set(args.types.split(",")) <= {"vector", "halfvec", "bit"}:
+        parser.error(f"--types {args.types!r}: vector, halfvec, bit, with commas")
+    if args.rerank < max(KS):
+        parser.error(f"--rerank: at least {max(KS)}")
     for option in args.options.split(","):
         parts = option.split(":")
         if len(parts) != 2 or not all(p.isdigit() and int(p) >= 2 for p in parts):
