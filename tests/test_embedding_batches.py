@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 
 from facts import embedding
 from facts.embedding import facts_embed_all
@@ -24,7 +25,7 @@ from retrieval.embedders.base import STREAMS_ENV, THREADS_ENV
 from retrieval.sql import vector_literal
 from retrieval.vectors import configured_embedder
 from tenants.scope import tenant_scope
-from tests.helpers import tables_last_analysed
+from tests.helpers import database_url, tables_last_analysed
 
 
 @pytest.mark.django_db
@@ -470,6 +471,44 @@ def test_the_embedding_task_has_the_tables_a_bulk_load_changed_analysed(
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_force_next_flush()")
     assert "facts_fact" not in embedding.tables_analyze_stale(), "a few changes: left to autovacuum"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_analysis_under_way_is_waited_for_then_what_is_still_stale_analysed(
+    tenant, system_actor, monkeypatch
+) -> None:
+    """Two workers ending a bulk load together: the second found the first analysing and went
+    on at once, and the conflict check it sent was planned before the first's ANALYZE had
+    committed, on statistics that did not know the new tenant (its checks took 60 to 100 s
+    instead of 3 to 5). Now a second caller waits for the analysis under way, then analyses
+    what is still stale."""
+    monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 20)
+    monkeypatch.setattr(embedding, "ANALYZE_MIN_FRACTION", 0.0)
+    lines = [json.dumps({"content": f"Bin {i} holds the {i}th spare part."}) for i in range(30)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    embedding.tables_analyze_stale()  # 30 rows, as the statistics now say
+    # 25 more: fewer than the table's size (the import does not analyse), more than 20 (stale).
+    lines = [json.dumps({"content": f"Crate {i} holds the {i}th cable."}) for i in range(25)]
+    fact_import(tenant=tenant, lines=lines, actor=system_actor)
+    with psycopg.connect(database_url(connection.settings_dict)) as other:
+        # Another process analysing: it holds the function's lock until it commits.
+        other.execute("SELECT pg_advisory_xact_lock(hashtext('mnemosyne_analyze_stale'))")
+        analysed: list[list[str]] = []
+
+        def analyse() -> None:
+            try:
+                analysed.append(embedding.tables_analyze_stale())
+            finally:
+                connections.close_all()
+
+        caller = threading.Thread(target=analyse)
+        caller.start()
+        caller.join(timeout=1.0)
+        assert caller.is_alive(), "it went on while another process was analysing"
+        other.commit()
+    caller.join(timeout=30)
+    assert not caller.is_alive()
+    assert "facts_fact" in analysed[0], "then it analysed what the other had left stale"
 
 
 @pytest.mark.django_db(transaction=True)
