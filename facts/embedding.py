@@ -440,7 +440,9 @@ def tables_analyze_stale(*, min_fraction: float | None = None) -> list[str]:
     0.3 s for 200 facts (facts migration 0015). `min_fraction`: another share than
     ANALYZE_MIN_FRACTION. This connection's own counts of changed rows are published first
     (`counts_publish`); another connection's must have been (`facts_embed_all`'s other thread
-    publishes its own before it ends)."""
+    publishes its own before it ends). A call while another process analyses waits for it, then
+    analyses what is still stale (facts migration 0016): a conflict check sent at once was
+    planned before the other's ANALYZE had committed."""
     fraction = ANALYZE_MIN_FRACTION if min_fraction is None else min_fraction
     counts_publish()
     with connection.cursor() as cursor:
