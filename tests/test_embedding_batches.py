@@ -480,7 +480,7 @@ def test_an_analysis_under_way_is_waited_for_then_what_is_still_stale_analysed(
     """Two workers ending a bulk load together: the second found the first analysing and went
     on at once, and the conflict check it sent was planned before the first's ANALYZE had
     committed, on statistics that did not know the new tenant (its checks took 60 to 100 s
-    instead of 3 to 5). Now a second caller waits for the analysis under way, then analyses
+    instead of 3 to 7). Now a second caller waits for the analysis under way, then analyses
     what is still stale."""
     monkeypatch.setattr(embedding, "ANALYZE_MIN_CHANGES", 20)
     monkeypatch.setattr(embedding, "ANALYZE_MIN_FRACTION", 0.0)

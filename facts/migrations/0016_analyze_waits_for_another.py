@@ -3,8 +3,8 @@
 It used to try the lock and, finding another process analysing, return at once. The embedding
 task that returned so sent its conflict check, and the check was planned before the other
 process's ANALYZE had committed, on statistics that did not know the new tenant: with two
-workers, two bulk loads in five had their checks through 60 to 100 s after the last vector
-instead of 3 to 5 (auto_explain: the nearest-neighbour query read every vector of the tenant,
+workers, three imports in twelve had their checks through 63 to 99 s after the last vector
+instead of 3 to 7 (auto_explain: the nearest-neighbour query read every vector of the tenant,
 and for each every fact). Now a second caller waits for the first (an ANALYZE of the three
 tables takes well under a second on a new deployment), then analyses what is still stale:
 usually nothing, the first having just done it.
