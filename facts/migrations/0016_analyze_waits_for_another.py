@@ -10,40 +10,21 @@ tables takes well under a second on a new deployment), then analyses what is sti
 usually nothing, the first having just done it.
 """
 
+from importlib import import_module
+
 from django.db import migrations
 
-ANALYZE_STALE = """
-CREATE OR REPLACE FUNCTION mnemosyne_analyze_stale(
-    min_changes bigint, min_fraction double precision)
-RETURNS SETOF text
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
-DECLARE
-  name text;
-BEGIN
-  -- One process at a time; another waits for it, then finds what it analysed no longer stale.
-  PERFORM pg_advisory_xact_lock(hashtext('mnemosyne_analyze_stale'));
-  FOR name IN
-    SELECT c.relname::text FROM pg_class c JOIN pg_stat_all_tables s ON s.relid = c.oid
-     WHERE c.oid IN ('facts_fact'::regclass, 'facts_factvector'::regclass,
-                     'facts_factentity'::regclass)
-       AND s.n_mod_since_analyze
-           >= greatest(min_changes, 1, min_fraction * greatest(c.reltuples, 0))
-     ORDER BY 1
-  LOOP
-    EXECUTE format('ANALYZE %I', name);
-    RETURN NEXT name;
-  END LOOP;
-END $$"""
-
-# 0015's body, for going back.
-TRY_LOCK = ANALYZE_STALE.replace(
-    """  -- One process at a time; another waits for it, then finds what it analysed no longer stale.
-  PERFORM pg_advisory_xact_lock(hashtext('mnemosyne_analyze_stale'));""",
-    """  -- One process at a time; another that finds one analysing goes on without waiting.
+# 0015's function (the one to go back to), and the same with its lock taken instead of tried.
+TRY_LOCK: str = import_module("facts.migrations.0015_analyze_after_bulk_loads").ANALYZE_STALE
+TRIED = """  -- One process at a time; another that finds one analysing goes on without waiting.
   IF NOT pg_try_advisory_xact_lock(hashtext('mnemosyne_analyze_stale')) THEN
     RETURN;
-  END IF;""",
-)
+  END IF;"""
+TAKEN = """  -- One process at a time; another waits for it, then finds what it analysed no longer stale.
+  PERFORM pg_advisory_xact_lock(hashtext('mnemosyne_analyze_stale'));"""
+if TRIED not in TRY_LOCK:
+    raise RuntimeError("facts migration 0015's function is not the one this migration changes")
+ANALYZE_STALE = TRY_LOCK.replace(TRIED, TAKEN)
 
 
 class Migration(migrations.Migration):
