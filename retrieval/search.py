@@ -39,32 +39,16 @@ CANDIDATES = 100
 NEIGHBOUR_SHARE = 0.45
 SESSION_SHARE = 0.2
 SPEAKER_BONUS = 0.15
-# A session matches as a whole when its three best turns do and (SESSION_TEXT) its turns read
-# as one document match by BM25 (idf over the sessions read): the SESSION_PRIOR_SESSIONS
-# sessions with the best candidates, each read up to its first SESSION_PRIOR_TURNS turns.
-SESSION_TEXT = True
+# A session matches as a whole when its three best turns do and its turns read as one
+# document match by BM25 (idf over the sessions read): the SESSION_PRIOR_SESSIONS sessions with
+# the best candidates, each read up to its first SESSION_PRIOR_TURNS turns.
 SESSION_PRIOR_SESSIONS, SESSION_PRIOR_TURNS = 32, 128
-ENTITY_GATED = True
-# The query's vector without its language (retrieval.language): questions find memories
-# written in the other language.
-CENTRE_QUERY = True
 # How much of its language each memory's vector score loses (see README "Questions in the
 # other language").
 MEMORY_CENTRING = 0.5
-# Full text can hardly match a memory in the other language than the question's: for such a
-# memory its silence says little (see _fuse). Needed once every candidate is scored by both
-# channels: full text's same-language matches then keep their vector score too.
-CROSS_LANGUAGE_REWEIGHT = True
 # Candidate generation (README "Recall": the gap to scoring every turn): the turns next to each
 # channel's NEIGHBOURS best are candidates too, and every channel scores every candidate.
 NEIGHBOURS = CANDIDATES
-COMPLETE_SCORES = True
-# How a fact's entity score is scaled: "idf", against the information of a name found once in
-# the tenant, so that a query naming only common entities (a conversation's speakers) lifts
-# little; or "share" of the query's entity information, which gave a speaker named in the
-# question the full score on every one of their turns (LoCoMo R@10 -2 points at weight 0.2;
-# with "idf" +0.004, see README "Entities, conflicts and duplicates").
-ENTITY_NORMALISE = "idf"
 # Full text: up to FTS_EXACT facts sharing a word with the query, all are read and ranked
 # (exact); beyond, each query of the cascade reads at most FTS_TOUCH. FTS_KEEP of those are
 # scored with real term frequencies; the PLAN_TERMS rarest terms select candidates, and the
@@ -193,13 +177,14 @@ def _vector_scores(
             return {}  # nothing was ever embedded
         embedder = embedder_for(space)
         vector = embedder.embed([query], purpose="query")[0]
-        if CENTRE_QUERY:
-            vector = query_without_language(vector, query, embedder)
-            # How far the centred question leans towards each language's texts as a whole: no
-            # evidence about any one memory, so each memory's vector score loses its language's
-            # (the memory's language taken out as well as the question's).
-            means = language_means(embedder)
-            scorers["offsets"] = {lang: float(vector @ means[lang]) for lang in LANGUAGES}
+        # The query's vector without its language (retrieval.language): questions find
+        # memories written in the other language.
+        vector = query_without_language(vector, query, embedder)
+        # How far the centred question leans towards each language's texts as a whole: no
+        # evidence about any one memory, so each memory's vector score loses its language's
+        # (the memory's language taken out as well as the question's).
+        means = language_means(embedder)
+        scorers["offsets"] = {lang: float(vector @ means[lang]) for lang in LANGUAGES}
     except EmbedderError as error:
         # Recall goes on with its other channels while the embedder is broken (see /healthz).
         logger.warning("tenant %s: vector channel off: %s", tenant_id, error)
@@ -240,10 +225,11 @@ def _entity_scores(
         limit=CANDIDATES,
         among=among,
     )
-    if ENTITY_NORMALISE == "idf":
-        # Against a name as rare as can be: a query naming only common entities (a speaker
-        # of every other turn) lifts its facts little.
-        most = max(most, math.log(1 + max(total, 1)))
+    # Against a name as rare as can be (an IDF scale), so that a query naming only common
+    # entities (a speaker of every other turn) lifts its facts little; a share of the query's
+    # entity information instead gave a speaker named in the question the full score on every
+    # one of their turns (LoCoMo R@10 -2 points at weight 0.2).
+    most = max(most, math.log(1 + max(total, 1)))
     return {fact_id: score / most for fact_id, score in rows} if most else {}
 
 
@@ -313,10 +299,10 @@ def _complete_scores(
 
 
 def _fuse(
-    fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, float], foreign: bool
+    fid: int, normalised: dict[str, dict[int, float]], weights: dict[str, float], *, foreign: bool
 ) -> float:
-    """Weighted sum of the channels. With ENTITY_GATED, entities only re-rank what the text
-    and vector channels found: alone they pulled in every turn that names a common person.
+    """Weighted sum of the channels. Entities only re-rank what the text and vector
+    channels found: alone they pulled in every turn that names a common person.
     A `foreign` fact (not in the question's language), which full text can hardly match, has
     its full-text score taken from its vector's when full text found anything at all: squared,
     so that only a close vector match makes up for the silence."""
@@ -325,7 +311,7 @@ def _fuse(
     if foreign and normalised.get("fts") and "vec" in normalised:
         fts, vec = normalised["fts"].get(fid, 0.0), normalised["vec"].get(fid, 0.0)
         score += weights["fts"] * max(0.0, vec * vec - fts)
-    if "entity" in normalised and (score > 0 or not ENTITY_GATED or not textual):
+    if "entity" in normalised and (score > 0 or not textual):
         score += weights["entity"] * normalised["entity"].get(fid, 0.0)
     return score
 
@@ -409,7 +395,7 @@ def recall_rank(
     candidates, normalised = gathered.candidates, gathered.normalised
     chinese = text_language(gathered.query) == "zh"
     fused = {
-        fid: _fuse(fid, normalised, weights, CROSS_LANGUAGE_REWEIGHT and c.han != chinese)
+        fid: _fuse(fid, normalised, weights, foreign=c.han != chinese)
         for fid, c in candidates.items()
     }
     lifts = _conversation_lift(candidates, fused, gathered.query, tuning, gathered.sessions)
@@ -440,7 +426,7 @@ def _session_match(
     hold them (a speaker's name, in every session, counts for little). Min-max over the
     sessions read; None without full text's terms or without turns."""
     idf = scorers.get("idf")
-    if not SESSION_TEXT or not idf:
+    if not idf:
         return None
     best: dict[str, float] = {}
     for fid, fact in candidates.items():
@@ -491,14 +477,12 @@ def _gather(
         raw["fts"] = _fts_scores(tenant_id, query, filters, candidates, scorers)
     if "vec" in chosen:
         raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates, scorers)
-    if NEIGHBOURS:
-        _add_neighbours(tenant_id, raw, filters, candidates)
-    if COMPLETE_SCORES:
-        _complete_scores(tenant_id, raw, scorers, candidates)
+    _add_neighbours(tenant_id, raw, filters, candidates)
+    _complete_scores(tenant_id, raw, scorers, candidates)
     if "entity" in chosen:
         # Gated, entities only re-rank what full text and vectors found: score just those.
         textual = [raw[c] for c in raw if c != "entity"]
-        among = set().union(*textual) if ENTITY_GATED and textual else None
+        among = set().union(*textual) if textual else None
         raw["entity"] = _entity_scores(tenant_id, query, filters, among)
     # Min-max for the unbounded channels; the entity channel is a share already.
     normalised = {c: scores if c == "entity" else _minmax(scores) for c, scores in raw.items()}
