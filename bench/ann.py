@@ -21,7 +21,7 @@ statistics), in the bench database:
 - the index built over the collection (seconds);
 - 2,000 more vectors inserted into the large tenant in statements of 256, as the workers write
   them (seconds: what PostgreSQL spends on the HNSW inserts while the workers embed);
-- each question asked in each tenant with the product's query (`retrieval.sql.vector_candidates`:
+- each question asked in each tenant with the product's query (`indexing.sql.vector_candidates`:
   the tenant inside the scan, `hnsw.ef_search` 100 or `--ef-search`, iterative scan in relaxed
   order, LIMIT 100 as `retrieval.search.CANDIDATES`, or `--rerank` rows, sorted after it by
   the full vectors' distance): recall@10 / recall@100 = the share of the tenant's exact 10 /
@@ -46,7 +46,7 @@ from bench.harness import bench_database, progress, vector_cache, write_json
 SECOND_SHARE = 0.5
 INSERTS = 2000
 INSERT_BATCH = 256  # facts.embedding.EMBED_BATCH: a worker writes a batch's vectors at once
-EF_SEARCH = 100  # retrieval.sql.vector_candidates' default, unless --ef-search says otherwise
+EF_SEARCH = 100  # indexing.sql.vector_candidates' default, unless --ef-search says otherwise
 KS = (10, 100)  # the top of a context, and retrieval.search.CANDIDATES
 
 
@@ -87,7 +87,7 @@ def recall(found: list[int], exact: np.ndarray) -> float:
 
 
 def _load(cursor: Any, dimension: int, tenants: np.ndarray, vectors: np.ndarray) -> None:
-    from retrieval.sql import vector_literal
+    from indexing.sql import vector_literal
 
     cursor.execute("DROP TABLE IF EXISTS bench_ann")
     cursor.execute(
@@ -121,7 +121,7 @@ def measure(
     what the index holds, `vector` (4 bytes a dimension), `halfvec` (2 bytes) or `bit` (the
     signs, by Hamming distance). `rerank`: rows a question reads from the scan, sorted after by
     the full vectors' distance (at least max(KS))."""
-    from retrieval.sql import vector_literal
+    from indexing.sql import vector_literal
 
     dimension = base.shape[1]
     full = f"vector({dimension})"
@@ -182,7 +182,7 @@ def measure(
         for q, query in enumerate(queries):
             exact = ids[np.argsort(-scores[q], kind="stable")[: max(KS)]]
             literal = vector_literal(query)
-            # The shape of retrieval.sql.vector_candidates: the tenant inside the scan, LIMIT
+            # The shape of indexing.sql.vector_candidates: the tenant inside the scan, LIMIT
             # CANDIDATES, then sorted by the full vectors' distance in this process (a
             # relaxed-order scan yields its rows a little out of order, and PostgreSQL drops an
             # outer ORDER BY over the subquery).
@@ -205,8 +205,8 @@ def measure(
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection
 
+    from indexing.vectors import configured_embedder
     from memoryadmin.roles import as_owner
-    from retrieval.vectors import configured_embedder
 
     texts, questions = load_texts(args.data)
     rng = np.random.default_rng(args.seed)

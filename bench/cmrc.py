@@ -66,7 +66,7 @@ def run(data: Path, channels: list[str] | None, compare: bool) -> dict[str, Any]
     from facts.embedding import facts_embed_batch
     from facts.inputs import fact_draft
     from facts.services import fact_add
-    from retrieval.embedders import get_embedder
+    from indexing.embedders import get_embedder
     from retrieval.inputs import recall_query
     from retrieval.search import recall_search
     from tenants.actors import Actor

@@ -52,7 +52,7 @@ def similarities(items: list[dict[str, Any]]) -> list[float]:
     import numpy as np
     from django.conf import settings
 
-    from retrieval.embedders import get_embedder
+    from indexing.embedders import get_embedder
 
     embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
     progress(f"embedding {2 * len(items)} statements with {embedder.name}")

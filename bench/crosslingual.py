@@ -39,9 +39,9 @@ def run(pairs: list[dict[str, str]]) -> dict[str, Any]:
     from facts.embedding import facts_embed_batch
     from facts.inputs import fact_draft
     from facts.services import fact_add
+    from indexing.vectors import configured_embedder
     from retrieval.inputs import recall_query
     from retrieval.search import recall_search
-    from retrieval.vectors import configured_embedder
     from tenants.actors import Actor
     from tenants.inputs import tenant_draft
     from tenants.services import tenant_create

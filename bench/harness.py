@@ -88,7 +88,7 @@ def vector_cache(path: Path | None) -> Iterator[None]:
 
     import numpy as np
 
-    from retrieval.vectors import configured_embedder
+    from indexing.vectors import configured_embedder
 
     embedder = configured_embedder()
     known: dict[tuple[str, str, str], np.ndarray] = {}

@@ -209,7 +209,7 @@ def embedder_rate(texts: list[str], count: int, streams: int = 1, first: int = 0
     from django.conf import settings
 
     from facts.embedding import EMBED_BATCH
-    from retrieval.embedders import get_embedder, resolve_threads
+    from indexing.embedders import get_embedder, resolve_threads
 
     threads = max(1, resolve_threads() // streams)
     copies = [
@@ -236,7 +236,7 @@ def embedder_rate(texts: list[str], count: int, streams: int = 1, first: int = 0
 def embedder_best(texts: list[str], count: int, first: int = 0) -> dict[str, float]:
     """The embedder alone in one stream and, with two threads or more, in two; the share of a
     run is taken of the faster (the embedder at its best on these cores)."""
-    from retrieval.embedders import resolve_threads
+    from indexing.embedders import resolve_threads
 
     rates = {"one_stream": round(embedder_rate(texts, count, first=first), 1)}
     if resolve_threads() >= 2:
@@ -467,7 +467,7 @@ def bundles(texts: list[str], count: int, folder: Path) -> dict[str, Any]:
     from facts.models import Fact, FactVector
     from facts.services import content_hash
     from facts.transfer import tenant_export, tenant_import
-    from retrieval.vectors import configured_embedder
+    from indexing.vectors import configured_embedder
     from tenants.scope import tenant_scope
 
     actor = _actor()

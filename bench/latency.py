@@ -8,7 +8,7 @@ dates; English and Chinese). A pool of distinct sentences is embedded with the r
 embedder; each stored fact is two pool sentences (a main one and a second one), and its vector is
 the main sentence's vector plus a smaller share of the second's plus a little noise, re-normalised:
 clustered like real data, never random (HNSW degenerates on random vectors). Full text, entities
-and the tenant filter are real: search vectors come from `retrieval.text.analyze` through the same
+and the tenant filter are real: search vectors come from `indexing.text.analyze` through the same
 SQL expression fact_add uses (each pool sentence analysed once, a fact's two analyses joined),
 entity links from the configured extractor.
 
@@ -41,7 +41,7 @@ from bench.harness import bench_database, progress, write_json
 
 WARMUP = 20
 HNSW_MODEL = "multilingual-e5-small-int8"
-HNSW_INDEX = "factvector_hnsw_e2e54649b5e4"  # retrieval.vectors.index_name(HNSW_MODEL)
+HNSW_INDEX = "factvector_hnsw_e2e54649b5e4"  # indexing.vectors.index_name(HNSW_MODEL)
 HNSW_DIMENSION = 384
 SECOND_SHARE = 0.35  # weight of the second sentence's vector in a fact's vector
 NOISE = 0.006  # per dimension: about 0.12 of a unit vector's length over 384 dimensions
@@ -209,8 +209,8 @@ def build_pool(rng: random.Random, size: int) -> Pool:
     from django.conf import settings
 
     from facts.entities import entity_extractor, entity_normalize
-    from retrieval.embedders import get_embedder
-    from retrieval.text import analyze
+    from indexing.embedders import get_embedder
+    from indexing.text import analyze
 
     generated = sentence_pool(rng, size)
     texts = [text for text, _, _ in generated]
@@ -467,8 +467,8 @@ def load_tenants(
     from django.db import connection
 
     from facts.stats import stats_fold
+    from indexing.vectors import configured_embedder, index_name
     from retrieval.indexes import tenant_indexes_sync
-    from retrieval.vectors import configured_embedder, index_name
     from tenants.actors import Actor
     from tenants.inputs import tenant_draft
     from tenants.services import tenant_create

@@ -42,9 +42,9 @@ from facts.models import (
     Kind,
     Status,
 )
-from retrieval import sql
-from retrieval.embedders import EmbedderError
-from retrieval.vectors import embedder_for, serving_space
+from indexing import sql
+from indexing.embedders import EmbedderError
+from indexing.vectors import embedder_for, serving_space
 from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound

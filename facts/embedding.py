@@ -18,8 +18,9 @@ from django.db import connection, connections, transaction
 from django.db.models import Q, QuerySet
 
 from facts.models import Fact, Kind, Status
-from retrieval.embedders.base import DEFAULT_BATCH_SIZE, Embedder, resolve_streams, text_lengths
-from retrieval.vectors import (
+from indexing.embedders.base import DEFAULT_BATCH_SIZE, Embedder, resolve_streams, text_lengths
+from indexing.models import VectorModel, VectorState
+from indexing.vectors import (
     Space,
     configured_embedder,
     embedder_for,
@@ -472,3 +473,24 @@ def embedding_backlog(*, tenant: Tenant) -> bool:
 
 def tenants_with_pending_embeddings() -> list[int]:
     return cross_tenant.tenants_unembedded(model=configured_embedder().name)
+
+
+@dataclass(frozen=True)
+class SwitchProgress:
+    serving: str | None
+    filling: str | None
+    active_facts: int
+    embedded: int  # active facts with a vector of the configured (filling or serving) model
+
+
+def vector_switch_progress() -> SwitchProgress:
+    """How far the configured model is: for `mnemosyne embedder` and the dashboard."""
+    rows = {m.state: m.name for m in VectorModel.objects.exclude(state=VectorState.RETIRED)}
+    target = rows.get(VectorState.FILLING) or rows.get(VectorState.SERVING)
+    total = done = 0
+    for tenant_id in Tenant.objects.order_by("pk").values_list("pk", flat=True):
+        with tenant_scope(tenant_id):
+            active = Fact.objects.for_tenant(tenant_id).filter(status=Status.ACTIVE)
+            total += active.count()
+            done += active.filter(embedding_model=target).count() if target else 0
+    return SwitchProgress(rows.get(VectorState.SERVING), rows.get(VectorState.FILLING), total, done)

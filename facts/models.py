@@ -120,7 +120,7 @@ class FactVector(TenantOwned):
     """A fact's vector by one embedding model. A fact has one per model; while the deployment
     switches models, the old model's vectors serve recall until the new ones are complete.
     Vectors of two models are never compared: each model has its own HNSW index, on its own
-    rows, at its own dimension (see `retrieval.vectors`)."""
+    rows, at its own dimension (see `indexing.vectors`)."""
 
     fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
     model = models.CharField(max_length=100)

@@ -279,7 +279,7 @@ def _step(tenant: Tenant, run: RetentionRun) -> bool:
 
 
 def _archive_batch(tenant: Tenant, run: RetentionRun, reasons: dict[int, str]) -> None:
-    from retrieval.vectors import configured_embedder
+    from indexing.vectors import configured_embedder
 
     now = timezone.now()
     rules = _rules(run.policy, now)

@@ -35,8 +35,8 @@ from facts.models import (
     Kind,
     Status,
 )
-from retrieval.text import SEARCH_VECTOR_SQL, analyze
-from retrieval.vectors import vector_is_configured
+from indexing.text import SEARCH_VECTOR_SQL, analyze
+from indexing.vectors import vector_is_configured
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.jobs import job_send_coalesced

@@ -23,7 +23,7 @@ from facts.retention import retention_run_execute, retention_run_fail
 from facts.retention import retention_sweep as retention_sweep_due
 from facts.services import fact_record_retrievals
 from facts.stats import stats_fold
-from retrieval.vectors import vector_models_cleanup, vector_switch_finish
+from indexing.vectors import vector_models_cleanup, vector_switch_finish
 from tenants.cross_tenant import tenants_with_stats_work
 from tenants.jobs import TRANSIENT, job_send, job_send_coalesced, tenant_task
 from tenants.models import Tenant

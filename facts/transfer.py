@@ -39,7 +39,7 @@ from facts.models import (
     Kind,
     Status,
 )
-from retrieval.vectors import configured_embedder
+from indexing.vectors import configured_embedder
 from tenants.actors import Actor
 from tenants.errors import InvalidInput
 from tenants.models import Tenant

@@ -109,7 +109,7 @@ def check_embedder() -> Check:
         if _embedder_result and time.monotonic() - _embedder_result[0] < _EMBEDDER_RECHECK_S:
             return _embedder_result[1]
         try:
-            from retrieval.embedders import EmbedderError, embedder_health, get_embedder
+            from indexing.embedders import EmbedderError, embedder_health, get_embedder
         except ImportError as error:
             result: Check = {"ok": False, "detail": f"embedder code missing: {error}"}
         else:
@@ -125,7 +125,7 @@ def check_embedder() -> Check:
 
 
 def _serving_model() -> str | None:
-    from retrieval.vectors import configured_embedder, serving_space
+    from indexing.vectors import configured_embedder, serving_space
 
     try:
         configured_embedder()  # raises when its model is recorded with another dimension

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "django_otp.plugins.otp_totp",
     "memoryadmin",
     "tenants",
+    "indexing",
     "facts",
     "retrieval",
     "hermes_provider",

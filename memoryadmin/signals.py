@@ -10,8 +10,8 @@ from typing import Any
 from celery.signals import worker_init, worker_ready
 from django.db import DatabaseError, close_old_connections
 
+from indexing.embedders.base import SPIN_ENV, STREAMS_ENV
 from memoryadmin.services import heartbeat_record
-from retrieval.embedders.base import SPIN_ENV, STREAMS_ENV
 
 logger = logging.getLogger(__name__)
 

@@ -31,11 +31,11 @@ from django.core.management import call_command
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
+from indexing.embedders.base import THREADS_ENV
 from memoryadmin.embedded_db import EmbeddedDatabaseError, server_for_home
 from memoryadmin.roles import as_owner
 from memoryadmin.runstate import RunLock
 from memoryadmin.services import admin_ensure_first
-from retrieval.embedders.base import THREADS_ENV
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT_S = 30.0

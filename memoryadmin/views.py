@@ -24,6 +24,7 @@ from facts.selectors.dashboard import (
     fact_added_per_day,
     fact_counts,
 )
+from indexing.vectors import embedding_target_model
 from memoryadmin.accounts import language_cookie
 from memoryadmin.health import check_beat, check_broker, check_worker, health_report
 from memoryadmin.security import is_local
@@ -32,7 +33,6 @@ from memoryadmin.web.charts import bar_chart, line_chart
 from memoryadmin.web.forms import apply_errors
 from memoryadmin.web.pages import TenantPage, tenant_page, tenant_url
 from retrieval.latency import recall_latency_series
-from retrieval.vectors import embedding_target_model
 from tenants.actors import Actor
 from tenants.errors import InvalidInput
 from tenants.inputs import tenant_draft

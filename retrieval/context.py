@@ -20,10 +20,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from facts.models import Fact, Kind, Status
+from indexing.tokens import count_tokens
 from retrieval.inputs import recall_query
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
-from retrieval.tokens import count_tokens
 from tenants.errors import InvalidInput
 from tenants.jobs import job_send
 from tenants.models import Tenant

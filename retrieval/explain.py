@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from facts.models import Fact, Status
-from retrieval import sql
+from indexing import sql
+from indexing.text import analyze
 from retrieval.inputs import MAX_K, RecallQuery
 from retrieval.search import recall_search
-from retrieval.text import analyze
 from tenants.models import Tenant
 from tenants.scope import scope_within, tenant_scope
 

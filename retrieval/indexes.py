@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import connection
 
 from facts.selectors.dashboard import fact_counts
-from retrieval.vectors import index_name, serving_space
+from indexing.vectors import index_name, serving_space
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)

@@ -151,7 +151,7 @@ def recall_latency_series(
 ) -> list[LatencyPoint]:
     """p50 and p95 of the tenant's agent recalls for each of the last `hours` hours (hours
     without recalls have none)."""
-    from retrieval.models import RecallLatency
+    from indexing.models import RecallLatency
 
     last = _hour(now or timezone.now())
     first = last - timedelta(hours=hours - 1)

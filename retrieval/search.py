@@ -22,13 +22,13 @@ from django.utils import timezone
 
 from facts.entities import entities_found, entity_dictionary, entity_extractor, entity_normalize
 from facts.models import Fact, Kind
-from retrieval import sql
-from retrieval.embedders import EmbedderError
+from indexing import sql
+from indexing.embedders import EmbedderError
+from indexing.language import LANGUAGES, language_means, query_without_language, text_language
+from indexing.text import analyze
+from indexing.vectors import embedder_for, serving_space
 from retrieval.inputs import CHANNELS, RecallQuery
-from retrieval.language import LANGUAGES, language_means, query_without_language, text_language
 from retrieval.stats import corpus_stats
-from retrieval.text import analyze
-from retrieval.vectors import embedder_for, serving_space
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -83,7 +83,7 @@ class _Candidate(NamedTuple):
     speaker: str
     trust_score: float
     created_at: datetime
-    han: bool  # Chinese (retrieval.language)
+    han: bool  # Chinese (indexing.language)
 
 
 def _minmax(scores: dict[Any, float]) -> dict[Any, float]:
@@ -177,7 +177,7 @@ def _vector_scores(
             return {}  # nothing was ever embedded
         embedder = embedder_for(space)
         vector = embedder.embed([query], purpose="query")[0]
-        # The query's vector without its language (retrieval.language): questions find
+        # The query's vector without its language (indexing.language): questions find
         # memories written in the other language.
         vector = query_without_language(vector, query, embedder)
         # How far the centred question leans towards each language's texts as a whole: no

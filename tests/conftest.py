@@ -138,7 +138,7 @@ def _default_language() -> Iterator[None]:
 def _fresh_vector_registry() -> Iterator[None]:
     """Each test's transaction is rolled back, registered embedding models with it: the process
     must not remember them."""
-    from retrieval.vectors import vector_models_changed
+    from indexing.vectors import vector_models_changed
 
     vector_models_changed()
     yield

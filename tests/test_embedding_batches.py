@@ -21,9 +21,9 @@ from facts import embedding
 from facts.embedding import facts_embed_all
 from facts.models import Fact, FactVector
 from facts.services import fact_import
-from retrieval.embedders.base import STREAMS_ENV, THREADS_ENV
-from retrieval.sql import vector_literal
-from retrieval.vectors import configured_embedder
+from indexing.embedders.base import STREAMS_ENV, THREADS_ENV
+from indexing.sql import vector_literal
+from indexing.vectors import configured_embedder
 from tenants.scope import tenant_scope
 from tests.helpers import database_url, tables_last_analysed
 

@@ -19,7 +19,7 @@ from facts.inputs import fact_draft
 from facts.models import Fact
 from facts.selectors.facts import fact_get, fact_list
 from facts.services import fact_add, fact_feedback
-from retrieval.tokens import count_tokens
+from indexing.tokens import count_tokens
 from tenants.services import apikey_create, apikey_revoke
 from tests.hermes_support import manager_for, tool, write_profile
 

@@ -14,9 +14,9 @@ from facts.embedding import facts_embed_batch
 from facts.inputs import fact_changes, fact_draft
 from facts.models import Conflict, Entity, Fact, FactEntity, FactEvent, FactVector, Feedback
 from facts.selectors.facts import fact_get, fact_history
+from indexing.models import CorpusStats, LexemeStat, RecallLatency, RecallLatencyBatch
 from retrieval.inputs import recall_query
 from retrieval.latency import BUCKET_COUNT, recall_latency_add
-from retrieval.models import CorpusStats, LexemeStat, RecallLatency, RecallLatencyBatch
 from retrieval.search import recall_search
 from tenants.errors import NotFound
 from tenants.models import ApiKey, Membership, RetentionPolicy, TenantEvent

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from indexing.models import RecallLatency, RecallLatencyBatch
 from retrieval.latency import BUCKET_COUNT, LATENCY_BATCH_DAYS, bucket_of
-from retrieval.models import RecallLatency, RecallLatencyBatch
 from retrieval.tasks import retrieval_store_latencies
 from tenants.scope import tenant_scope
 

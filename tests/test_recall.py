@@ -16,14 +16,14 @@ from facts.embedding import facts_embed_batch
 from facts.inputs import fact_draft
 from facts.models import Fact, FactVector
 from facts.selectors.facts import fact_get
+from indexing.embedders import get_embedder
+from indexing.tokens import count_tokens
+from indexing.vectors import index_name
 from memoryadmin.roles import as_owner
 from retrieval import search
 from retrieval.context import context_build, context_cached
-from retrieval.embedders import get_embedder
 from retrieval.inputs import recall_query
 from retrieval.search import recall_search
-from retrieval.tokens import count_tokens
-from retrieval.vectors import index_name
 from tenants.errors import InvalidInput
 from tenants.inputs import tenant_draft
 from tenants.scope import tenant_scope
@@ -380,7 +380,7 @@ def _drop_tenant_indexes(cursor) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_full_text_search_uses_its_index_under_row_level_security(tenant, system_actor):
-    from retrieval import sql
+    from indexing import sql
 
     _store(tenant, system_actor, embed=False)
     # Dropping indexes is the owner's (row-level security binds the owner too); rolled back.

@@ -10,6 +10,7 @@ from django.db import DatabaseError, connection, transaction
 from facts.embedding import facts_embed_batch
 from facts.inputs import fact_draft
 from facts.services import fact_add, fact_remove
+from indexing.vectors import serving_space
 from retrieval.indexes import (
     search_index_name,
     tenant_indexes,
@@ -18,7 +19,6 @@ from retrieval.indexes import (
 )
 from retrieval.inputs import recall_query
 from retrieval.search import recall_search
-from retrieval.vectors import serving_space
 from tenants.services import tenant_delete
 
 pytestmark = pytest.mark.django_db(transaction=True)

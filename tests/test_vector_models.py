@@ -11,15 +11,13 @@ from django.core.management import call_command
 from django.db import connection
 
 from facts import services
-from facts.embedding import facts_embed_batch, vectors_write
+from facts.embedding import facts_embed_batch, vector_switch_progress, vectors_write
 from facts.inputs import fact_draft
 from facts.models import Fact
 from facts.selectors.facts import fact_vectors
-from retrieval.embedders.use import USE_NAME
-from retrieval.inputs import recall_query
-from retrieval.models import VectorModel
-from retrieval.search import recall_search
-from retrieval.vectors import (
+from indexing.embedders.use import USE_NAME
+from indexing.models import VectorModel
+from indexing.vectors import (
     VectorModelMismatch,
     configured_embedder,
     index_name,
@@ -28,8 +26,9 @@ from retrieval.vectors import (
     vector_models_changed,
     vector_models_cleanup,
     vector_switch_finish,
-    vector_switch_progress,
 )
+from retrieval.inputs import recall_query
+from retrieval.search import recall_search
 from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db
@@ -67,7 +66,7 @@ def _index_exists(model: str) -> bool:
 def test_a_new_model_fills_while_the_old_one_serves_then_takes_over(
     tenant, system_actor, settings, monkeypatch
 ) -> None:
-    from retrieval import vectors
+    from indexing import vectors
 
     for text in FACTS:
         services.fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({"content": text}))
@@ -147,7 +146,7 @@ def test_a_model_name_known_with_another_dimension_is_refused(tenant, system_act
 
 
 def test_a_recall_vector_of_the_wrong_dimension_is_an_error_not_nonsense(tenant) -> None:
-    from retrieval import sql
+    from indexing import sql
 
     with pytest.raises(ValueError, match="384-dimension vector is needed"):
         sql.vector_candidates(
@@ -162,7 +161,7 @@ def test_vector_candidates_come_nearest_first(tenant, system_actor) -> None:
     the subquery's ORDER BY as already giving that order.) With `ef_search` 1 the scan yields
     its rows far out of order; sorting is made dear, so the planner takes the HNSW scan for
     this small tenant (as for a large one) rather than read every row and sort it."""
-    from retrieval import sql
+    from indexing import sql
 
     configured_embedder()  # registered: E5 serves
     lines = [json.dumps({"content": f"memory number {n}"}) for n in range(400)]

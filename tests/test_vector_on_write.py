@@ -12,10 +12,10 @@ from facts.embedding import facts_embed_batch
 from facts.inputs import fact_draft
 from facts.models import Fact, FactVector
 from facts.services import fact_add, fact_import
+from indexing.vectors import configured_embedder, serving_space
 from memoryadmin.roles import as_owner
 from retrieval.inputs import recall_query
 from retrieval.search import recall_search
-from retrieval.vectors import configured_embedder, serving_space
 from tenants.scope import tenant_scope
 from tests.helpers import tables_last_analysed, tasks_sent_on_commit
 

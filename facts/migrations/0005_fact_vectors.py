@@ -2,7 +2,7 @@
 
 A fact can then hold vectors of two models at once, which is what switching models needs: the
 old model's vectors serve recall while the new model's are made. Each model gets its own partial
-HNSW index on its rows, cast to its dimension (`retrieval.vectors` creates them for new models).
+HNSW index on its rows, cast to its dimension (`indexing.vectors` creates them for new models).
 Existing vectors are copied over, and the models they came from are registered, the most used
 one serving.
 """
@@ -14,7 +14,7 @@ from django.db import migrations, models
 from tenants.rls import same_tenant_fk, tenant_rls
 
 E5_MODEL = "multilingual-e5-small-int8"
-E5_INDEX = "factvector_hnsw_e2e54649b5e4"  # retrieval.vectors.index_name(E5_MODEL)
+E5_INDEX = "factvector_hnsw_e2e54649b5e4"  # indexing.vectors.index_name(E5_MODEL)
 
 COPY_VECTORS = """
 -- Both settings: the policies of a database made before tenants 0006 know only the first.

@@ -127,8 +127,8 @@ FUNCTIONS = {
       OR (j.status = 'running' AND j.updated_at < running_before)
    ORDER BY j.id""",
     ),
-    # A new embedding model's HNSW index (retrieval.vectors): DDL on a table the runtime role
-    # does not own, so the owner builds it. The name and options follow retrieval.vectors.
+    # A new embedding model's HNSW index (indexing.vectors): DDL on a table the runtime role
+    # does not own, so the owner builds it. The name and options follow indexing.vectors.
     "mnemosyne_vector_index_create(text, text, integer)": f"""
 CREATE OR REPLACE FUNCTION mnemosyne_vector_index_create(index text, model text, dimension integer)
 RETURNS void

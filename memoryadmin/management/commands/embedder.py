@@ -6,8 +6,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from retrieval.embedders import EmbedderError, embedder_health, get_embedder
-from retrieval.vectors import vector_model_register, vector_switch_progress
+from facts.embedding import vector_switch_progress
+from indexing.embedders import EmbedderError, embedder_health, get_embedder
+from indexing.vectors import vector_model_register
 
 
 class Command(BaseCommand):

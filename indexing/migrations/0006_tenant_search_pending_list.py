@@ -7,7 +7,7 @@ from importlib import import_module
 
 from django.db import migrations
 
-made = import_module("retrieval.migrations.0005_tenant_indexes")
+made = import_module("indexing.migrations.0005_tenant_indexes")
 SIGNATURE = "mnemosyne_tenant_index_create(text,bigint,text,integer)"
 BEFORE = made.FUNCTIONS[SIGNATURE]
 GIN = "USING gin (search_vector) '\n                   'WHERE tenant_id = %s'"

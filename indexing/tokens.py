@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
-from retrieval.embedders import get_embedder
+from indexing.embedders import get_embedder
 
 
 @lru_cache(maxsize=16384)

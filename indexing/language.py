@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from retrieval.embedders import Embedder
+from indexing.embedders import Embedder
 
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # The same test in PostgreSQL's regular expressions, for candidates read by SQL.

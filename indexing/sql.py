@@ -14,8 +14,8 @@ from typing import Any, cast
 import numpy as np
 from django.db import connection
 
-from retrieval.language import SQL_HAN
-from retrieval.text import SEARCH_VECTOR_SQL
+from indexing.language import SQL_HAN
+from indexing.text import SEARCH_VECTOR_SQL
 from tenants.scope import current_scope_limit, scope_sql
 
 

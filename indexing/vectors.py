@@ -25,8 +25,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from retrieval.embedders import Embedder, EmbedderError, get_embedder
-from retrieval.models import VectorModel, VectorState
+from indexing.embedders import Embedder, EmbedderError, get_embedder
+from indexing.models import VectorModel, VectorState
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def _configured(copy: int = 0) -> Embedder:
 
 def configured_embedder(copy: int = 0) -> Embedder:
     """The configured embedder, registered (once per process) as a vector model; `copy`: that
-    embedding stream's own (`retrieval.embedders.base.resolve_streams`)."""
+    embedding stream's own (`indexing.embedders.base.resolve_streams`)."""
     embedder = _configured(copy)
     key = (embedder.name, embedder.dimension)
     if key not in _registered:
@@ -265,31 +265,6 @@ def vector_models_cleanup(*, batch: int = 5000) -> int:
         model.delete()
         logger.info("embedding model %s retired: %s vectors deleted", model.name, deleted)
     return deleted
-
-
-@dataclass(frozen=True)
-class SwitchProgress:
-    serving: str | None
-    filling: str | None
-    active_facts: int
-    embedded: int  # active facts with a vector of the configured (filling or serving) model
-
-
-def vector_switch_progress() -> SwitchProgress:
-    """How far the configured model is: for `mnemosyne embedder` and the dashboard."""
-    from facts.models import Fact, Status
-    from tenants.models import Tenant
-    from tenants.scope import tenant_scope
-
-    rows = {m.state: m.name for m in VectorModel.objects.exclude(state=VectorState.RETIRED)}
-    target = rows.get(VectorState.FILLING) or rows.get(VectorState.SERVING)
-    total = done = 0
-    for tenant_id in Tenant.objects.order_by("pk").values_list("pk", flat=True):
-        with tenant_scope(tenant_id):
-            active = Fact.objects.for_tenant(tenant_id).filter(status=Status.ACTIVE)
-            total += active.count()
-            done += active.filter(embedding_model=target).count() if target else 0
-    return SwitchProgress(rows.get(VectorState.SERVING), rows.get(VectorState.FILLING), total, done)
 
 
 def embedding_target_model() -> str | None:
