@@ -168,7 +168,7 @@ def measure(tenant: Any, admin: Any, fact: Any, runs: int, seed: int) -> dict[st
 def run(args: argparse.Namespace) -> dict[str, Any]:
     now = datetime.now(UTC)
     pool = build_pool(random.Random(args.seed), args.pool)  # noqa: S311
-    from memoryadmin.roles import as_owner
+    from operations.roles import as_owner
 
     with as_owner():  # the load builds an index and analyzes tables: the owner's to do
         big, load_figures = load(args, pool, now)

@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection
 
     from indexing.vectors import configured_embedder
-    from memoryadmin.roles import as_owner
+    from operations.roles import as_owner
 
     texts, questions = load_texts(args.data)
     rng = np.random.default_rng(args.seed)

@@ -38,7 +38,7 @@ def bench_database() -> Iterator[None]:
     from django.db import connection
 
     from memoryadmin.embedded_db import server_for_home
-    from memoryadmin.roles import as_owner
+    from operations.roles import as_owner
 
     server = server_for_home(settings.MNEMOSYNE_HOME) if settings.MNEMOSYNE_EMBEDDED_DB else None
     if server is not None:

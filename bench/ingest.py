@@ -281,7 +281,7 @@ def _workers(count: int, log: Path) -> list[subprocess.Popen[bytes]]:
 
 
 def _wait_workers(count: int) -> None:
-    from memoryadmin.models import ServiceHeartbeat
+    from operations.models import ServiceHeartbeat
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -369,7 +369,7 @@ def end_to_end(
     from facts.services import fact_add
     from facts.tasks import facts_embed_pending
     from memoryadmin.celery import app
-    from memoryadmin.models import ServiceHeartbeat
+    from operations.models import ServiceHeartbeat
     from tenants.scope import tenant_scope
 
     actor = _actor()

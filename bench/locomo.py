@@ -246,7 +246,7 @@ def run(
     from facts.embedding import facts_embed_batch
     from facts.inputs import fact_draft
     from facts.services import fact_add
-    from memoryadmin.roles import as_owner
+    from operations.roles import as_owner
     from retrieval.inputs import recall_query
     from retrieval.search import recall_gather, recall_rank
     from tenants.actors import Actor

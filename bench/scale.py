@@ -120,7 +120,7 @@ def memory_figures() -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from bench import admin_pages
     from bench.latency import build_pool, load_tenants, measure, questions
-    from memoryadmin.roles import as_owner
+    from operations.roles import as_owner
 
     now = datetime.now(UTC)
     sizes, largest, small_one = tenant_sizes(args.facts, args.tenants)

@@ -22,9 +22,9 @@ from rest_framework.views import APIView
 from mcp_server.bridge import AsgiBridge, BridgeTimeout
 from mcp_server.server import serving
 from mcp_server.tools import Binding
-from memoryadmin.api.auth import ApiKeyAuthentication
-from memoryadmin.api.base import check_body_size
-from memoryadmin.api.throttling import ApiRateThrottle
+from surfaces.base.auth import ApiKeyAuthentication
+from surfaces.base.throttling import ApiRateThrottle
+from surfaces.base.viewsets import check_body_size
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agenttools.catalog import CATEGORIES, KINDS, MAX_K, MAX_QUERY_CHARS, ToolSpec
 from facts.inputs import MAX_CONTENT_CHARS, MAX_SCOPE_CHARS, ToolArguments, clean_entity_name
-from mcp_server.catalog import CATEGORIES, KINDS, MAX_K, MAX_QUERY_CHARS, ToolSpec
 from tenants.errors import InvalidInput
 
 

@@ -21,9 +21,10 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import McpError
 
-from mcp_server import catalog, tools
+from agenttools import catalog
+from agenttools.catalog import ToolSpec
+from mcp_server import tools
 from mcp_server.bridge import HOP_KEY, AsgiHandler
-from mcp_server.catalog import ToolSpec
 from tenants.errors import NotFound
 
 T = TypeVar("T")

@@ -17,13 +17,14 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
+from agenttools import catalog
+from agenttools.catalog import ToolSpec
 from facts.graph import entity_facts, entity_related
 from facts.inputs import MAX_ID, clean_scope, fact_changes, fact_draft
 from facts.models import Fact, Kind
 from facts.selectors.facts import fact_get, fact_list
 from facts.services import fact_add, fact_feedback, fact_remove, fact_update
-from mcp_server import catalog, inputs
-from mcp_server.catalog import ToolSpec
+from mcp_server import inputs
 from retrieval.context import context_cached, retrievals_record
 from retrieval.inputs import recall_query
 from retrieval.latency import recall_latency_note

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
-from memoryadmin.accounts import admin_has_permission, admin_login
-from memoryadmin.models import ServiceHeartbeat
+from operations.models import ServiceHeartbeat
+from surfaces.pages.accounts import admin_has_permission, admin_login
 
 # /admin/ signs in through the web admin's sign-in (throttled, with the second step), and lets
 # in someone with two-factor sign-in only once they gave a code.

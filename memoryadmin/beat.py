@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from memoryadmin.services import heartbeat_record
+from operations.services import heartbeat_record
 
 logger = logging.getLogger(__name__)
 

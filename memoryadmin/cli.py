@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     command = argv[1] if len(argv) > 1 else "help"
     _autostart_embedded_database(command)
     if command == "migrate":
-        from memoryadmin.roles import as_owner
+        from operations.roles import as_owner
 
         # Migrations run as the owner of the tables; the runtime role then gets its grants.
         with as_owner():

@@ -29,7 +29,7 @@ import psycopg
 
 DATABASE = "mnemosyne"
 # The owner runs migrations and owns the tables; the runtime role (web, workers, beat) owns
-# nothing (memoryadmin.roles). The owner keeps the name the single role of earlier releases had,
+# nothing (operations.roles). The owner keeps the name the single role of earlier releases had,
 # so an existing data directory upgrades in place.
 OWNER_ROLE = "mnemosyne"
 RUNTIME_ROLE = "mnemosyne_app"

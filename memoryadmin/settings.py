@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "django_otp",  # optional TOTP two-factor sign-in
     "django_otp.plugins.otp_totp",
     "memoryadmin",
+    "operations",
     "tenants",
     "indexing",
     "facts",
@@ -82,15 +83,15 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "memoryadmin.security.RequestLineLimitMiddleware",
-    "memoryadmin.security.ScopeLimitMiddleware",
+    "surfaces.base.security.RequestLineLimitMiddleware",
+    "surfaces.base.security.ScopeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django_otp.middleware.OTPMiddleware",
-    "memoryadmin.security.NoStoreMiddleware",
+    "surfaces.base.security.NoStoreMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
@@ -171,7 +172,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     # Django's similarity check lets `alan1234` through for `alan`: refuse any password that
     # contains the username (or the e-mail's name) outright.
-    {"NAME": "memoryadmin.security.NotContainingUsernameValidator"},
+    {"NAME": "surfaces.base.security.NotContainingUsernameValidator"},
     {
         "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
         "OPTIONS": {"min_length": env_int("MNEMOSYNE_PASSWORD_MIN_LENGTH", 10, minimum=8)},
@@ -243,16 +244,16 @@ MNEMOSYNE_API_RATES = {
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["memoryadmin.api.parsers.StorableJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["surfaces.base.parsers.StorableJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "memoryadmin.api.auth.ApiKeyAuthentication",
+        "surfaces.base.auth.ApiKeyAuthentication",
         # Also counts requests with no credentials against the per-address rate.
-        "memoryadmin.api.auth.SessionOrAddressAuthentication",
+        "surfaces.base.auth.SessionOrAddressAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_THROTTLE_CLASSES": ["memoryadmin.api.throttling.ApiRateThrottle"],
-    "EXCEPTION_HANDLER": "memoryadmin.api.errors.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "memoryadmin.api.schema.ApiSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["surfaces.base.throttling.ApiRateThrottle"],
+    "EXCEPTION_HANDLER": "surfaces.base.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "surfaces.base.schema.ApiSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
@@ -272,18 +273,18 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": ["rest_framework.authentication.SessionAuthentication"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    # The sidecar's Redoc, served by memoryadmin.api.urls.redoc_script without its CDN logo.
+    # The sidecar's Redoc, served by surfaces.api.urls.redoc_script without its CDN logo.
     "REDOC_DIST": "/api/schema/redoc-dist",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "FactStatusEnum": "facts.models.Status",
-        "FactStatusFilterEnum": "facts.api.STATUS_FILTER",
-        "AddStatusEnum": "facts.api.ADD_STATUSES",
-        "ImportLineStatusEnum": "facts.api.IMPORT_STATUSES",
+        "FactStatusFilterEnum": "surfaces.api.facts.STATUS_FILTER",
+        "AddStatusEnum": "surfaces.api.facts.ADD_STATUSES",
+        "ImportLineStatusEnum": "surfaces.api.facts.IMPORT_STATUSES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "memoryadmin.api.schema.add_error_responses",
+        "surfaces.base.schema.add_error_responses",
     ],
 }
 
@@ -411,7 +412,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     # A refused request (403, 404, ...) is one line in the log, never a traceback.
-    "filters": {"one_line_4xx": {"()": "memoryadmin.security.OneLineClientErrors"}},
+    "filters": {"one_line_4xx": {"()": "surfaces.base.security.OneLineClientErrors"}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
@@ -472,7 +473,7 @@ CONTENT_SECURITY_POLICY = {
 AXES_FAILURE_LIMIT = env_int("MNEMOSYNE_SIGNIN_FAILURE_LIMIT", 10, minimum=1)
 AXES_COOLOFF_TIME = env_int("MNEMOSYNE_SIGNIN_LOCKOUT_MINUTES", 15, minimum=1) / 60
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_LOCKOUT_CALLABLE = "memoryadmin.accounts.lockout_response"
-AXES_CLIENT_IP_CALLABLE = "memoryadmin.security.client_ip"
+AXES_LOCKOUT_CALLABLE = "surfaces.pages.accounts.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "surfaces.base.security.client_ip"
 AXES_RESET_ON_SUCCESS = False
 AXES_VERBOSE = False

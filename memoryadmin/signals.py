@@ -11,7 +11,7 @@ from celery.signals import worker_init, worker_ready
 from django.db import DatabaseError, close_old_connections
 
 from indexing.embedders.base import SPIN_ENV, STREAMS_ENV
-from memoryadmin.services import heartbeat_record
+from operations.services import heartbeat_record
 
 logger = logging.getLogger(__name__)
 

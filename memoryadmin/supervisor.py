@@ -33,9 +33,9 @@ from django.db.migrations.executor import MigrationExecutor
 
 from indexing.embedders.base import THREADS_ENV
 from memoryadmin.embedded_db import EmbeddedDatabaseError, server_for_home
-from memoryadmin.roles import as_owner
 from memoryadmin.runstate import RunLock
-from memoryadmin.services import admin_ensure_first
+from operations.roles import as_owner
+from operations.services import admin_ensure_first
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT_S = 30.0
@@ -252,7 +252,7 @@ def gunicorn_command(*, bind: str, workers: int) -> list[str]:
         "10",
         # gunicorn's default (4094 bytes) answered a long cursor with an HTML page of its own;
         # up to its maximum, Mnemosyne refuses over-long URLs itself, with a JSON 400 under
-        # /api/ (memoryadmin.security.RequestLineLimitMiddleware, 8000 characters).
+        # /api/ (surfaces.base.security.RequestLineLimitMiddleware, 8000 characters).
         "--limit-request-line",
         "8190",
     ]

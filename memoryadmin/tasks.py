@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from memoryadmin.services import heartbeat_record
+from operations.services import heartbeat_record
 
 
 @shared_task(name="memoryadmin.tasks.heartbeat", ignore_result=True)

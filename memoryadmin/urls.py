@@ -3,18 +3,19 @@ from django.urls import include, path, re_path
 
 from mcp_server.api import McpView
 from memoryadmin import views
+from surfaces.pages import home
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", home.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     re_path(r"^mcp/?$", McpView.as_view(), name="mcp"),
     path("admin/", admin.site.urls),
-    path("", include("memoryadmin.web.urls")),
-    path("", include("memoryadmin.api.urls")),
+    path("", include("surfaces.pages.urls")),
+    path("", include("surfaces.api.urls")),
 ]
 
 # JSON answers for unknown /api/ URLs; the web admin's own pages elsewhere.
-handler400 = "memoryadmin.api.errors.bad_request"
-handler403 = "memoryadmin.api.errors.forbidden"
-handler404 = "memoryadmin.api.errors.not_found"
-handler500 = "memoryadmin.api.errors.server_error"
+handler400 = "surfaces.base.errors.bad_request"
+handler403 = "surfaces.base.errors.forbidden"
+handler404 = "surfaces.base.errors.not_found"
+handler500 = "surfaces.base.errors.server_error"

@@ -7,7 +7,7 @@ policy to the table's owner too; the owner (the role that runs migrations) also 
 SECURITY DEFINER functions of tenants/migrations/0006_database_roles.py set it for their own
 duration, and data migrations that must see every tenant set it themselves. Superusers and
 BYPASSRLS roles escape every policy, so the runtime role must be neither and must own no table
-(`/healthz` and a system check say so, memoryadmin.roles).
+(`/healthz` and a system check say so, operations.roles).
 """
 
 from __future__ import annotations

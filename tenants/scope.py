@@ -90,7 +90,7 @@ def tenant_scope(tenant: TenantRef | int) -> Iterator[int]:
 # -- scope limits -------------------------------------------------------------------------------
 # An API key may be limited to a scope prefix. `tenants.services.apikey_authenticate`, which
 # every surface that takes a key calls, sets the limit for the request, and
-# `memoryadmin.security.ScopeLimitMiddleware` lifts it when the request ends. Three places that
+# `surfaces.base.security.ScopeLimitMiddleware` lifts it when the request ends. Three places that
 # every surface reaches honour it: the
 # tenant-owned manager narrows every ORM query of a model with a `scope` column, recall's SQL
 # filters add the same condition, and `facts.inputs.clean_scope` refuses (or fills in) the

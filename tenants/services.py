@@ -484,7 +484,7 @@ def apikey_verify(*, token: str, address: str | None = None) -> ApiKey | None:
 def apikey_authenticate(*, token: str, address: str | None = None) -> ApiKey | None:
     """A request's key: verified (None when it is not usable), its use counted, and, when the
     key is limited to a scope, the rest of the request limited to it (tenants.scope). Every
-    surface that takes an API key calls this; memoryadmin.security.ScopeLimitMiddleware lifts
+    surface that takes an API key calls this; surfaces.base.security.ScopeLimitMiddleware lifts
     the limit when the request ends."""
     key = apikey_verify(token=token, address=address)
     if key is None:

@@ -34,7 +34,7 @@ def _database_owner(embedded_database: None) -> Iterator[None]:
     does); flushes after transactional tests too (TRUNCATE is the owner's alone)."""
     from django.test import TransactionTestCase
 
-    from memoryadmin.roles import as_owner, connect_as, owner_credentials
+    from operations.roles import as_owner, connect_as, owner_credentials
 
     flush = TransactionTestCase._fixture_teardown
 
@@ -54,7 +54,7 @@ def django_db_setup(
 ) -> Iterator[None]:
     """pytest-django's test database, created by the owner once the server runs; the tests run
     as the runtime role, as web processes and workers do."""
-    from memoryadmin.roles import connect_as, owner_credentials, runtime_credentials
+    from operations.roles import connect_as, owner_credentials, runtime_credentials
 
     connect_as(runtime_credentials())
     yield

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection, transaction
 
 from bench.ann import INSERTS, KS, load_texts, measure, mixes, recall
-from memoryadmin.roles import as_owner
+from operations.roles import as_owner
 
 
 def test_the_three_formats_give_texts_and_questions_once_each(tmp_path):

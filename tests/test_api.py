@@ -434,7 +434,7 @@ def test_every_operation_is_described_with_examples(client) -> None:
 
 
 def test_the_base_viewset_cannot_be_made_to_forget_the_tenant() -> None:
-    from memoryadmin.api.base import TenantViewSet
+    from surfaces.base.viewsets import TenantViewSet
 
     for name in ("initial", "access", "get_queryset"):
         with pytest.raises(TypeError, match="cannot be replaced"):

@@ -20,8 +20,8 @@ from facts.inputs import fact_draft
 from facts.selectors.facts import fact_get, fact_vectors
 from facts.services import fact_add
 from memoryadmin import broker
-from memoryadmin.models import ServiceHeartbeat
 from memoryadmin.tasks import heartbeat
+from operations.models import ServiceHeartbeat
 from tenants.actors import Actor
 from tenants.inputs import tenant_draft
 from tenants.services import tenant_create

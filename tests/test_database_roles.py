@@ -16,8 +16,8 @@ from django.db import DatabaseError, connection, transaction
 
 from facts.inputs import fact_draft
 from facts.services import fact_add
-from memoryadmin.health import check_database
-from memoryadmin.roles import (
+from operations.health import check_database
+from operations.roles import (
     as_owner,
     audit_tables,
     connect_as,

@@ -13,7 +13,18 @@ from django.utils import translation
 from tenants.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("facts", "tenants", "indexing", "retrieval", "memoryadmin", "hermes_provider", "mcp_server")
+PACKAGES = (
+    "tenants",
+    "indexing",
+    "facts",
+    "retrieval",
+    "operations",
+    "agenttools",
+    "surfaces",
+    "memoryadmin",
+    "hermes_provider",
+    "mcp_server",
+)
 
 
 def _raised_messages() -> list[tuple[str, str]]:

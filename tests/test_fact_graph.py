@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from agenttools import hermes_schemas as tools
+from agenttools.candidates import candidate_facts
 from facts import graph
 from facts.conflicts import conflicts_check_pending
 from facts.embedding import facts_embed_batch
@@ -20,8 +22,6 @@ from facts.models import Category, Kind
 from facts.selectors.entities import entity_list
 from facts.selectors.facts import fact_list
 from facts.services import fact_add, fact_feedback, fact_remove
-from hermes_provider import schemas as tools
-from hermes_provider.candidates import candidate_facts
 from tenants.errors import InvalidInput, NotFound
 
 pytestmark = pytest.mark.django_db

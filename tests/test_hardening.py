@@ -241,8 +241,8 @@ def test_a_very_long_url_gets_a_json_400(world) -> None:
 
 
 def test_up_lets_gunicorn_pass_long_urls_to_the_application() -> None:
-    from memoryadmin.security import MAX_REQUEST_LINE
     from memoryadmin.supervisor import gunicorn_command
+    from surfaces.base.security import MAX_REQUEST_LINE
 
     command = gunicorn_command(bind="127.0.0.1:1", workers=1)
     assert int(command[command.index("--limit-request-line") + 1]) > MAX_REQUEST_LINE + 100
@@ -271,7 +271,7 @@ def _https(client: Client, method: str, path: str, **extra):
 def _all_paths(world) -> list[str]:
     from django.urls import reverse
 
-    from memoryadmin.web.pages import registered_pages
+    from surfaces.base.pages import registered_pages
 
     values = {
         "fact_id": world.fact.pk,

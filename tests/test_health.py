@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from memoryadmin import health
 from memoryadmin.celery import app as celery_app
-from memoryadmin.models import ServiceHeartbeat
+from operations import health
+from operations.models import ServiceHeartbeat
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("tenants", "indexing", "facts", "retrieval", "memoryadmin", "hermes_provider", "mcp_server")
+PACKAGES = (
+    "tenants",
+    "indexing",
+    "facts",
+    "retrieval",
+    "operations",
+    "agenttools",
+    "surfaces",
+    "memoryadmin",
+    "hermes_provider",
+    "mcp_server",
+)
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[tuple[str, ...]]:

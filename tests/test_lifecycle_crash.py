@@ -20,7 +20,7 @@ from facts.bundles import bundle_open
 from facts.models import EventAction, Fact, FactEvent, FactVector, RetentionRun, Status
 from facts.retention import retention_run_start
 from facts.services import content_hash
-from memoryadmin.models import ServiceHeartbeat
+from operations.models import ServiceHeartbeat
 from tenants.actors import Actor
 from tenants.inputs import retention_changes, tenant_draft
 from tenants.scope import tenant_scope

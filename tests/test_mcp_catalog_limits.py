@@ -3,9 +3,9 @@ stdio relay loads it where there is no Django): they must be the ones the server
 
 from __future__ import annotations
 
+from agenttools import catalog
 from facts import inputs as fact_inputs
 from facts.models import Category, Kind
-from mcp_server import catalog
 from retrieval import inputs as recall_inputs
 
 

@@ -19,7 +19,7 @@ from facts.selectors.facts import fact_get
 from indexing.embedders import get_embedder
 from indexing.tokens import count_tokens
 from indexing.vectors import index_name
-from memoryadmin.roles import as_owner
+from operations.roles import as_owner
 from retrieval import search
 from retrieval.context import context_build, context_cached
 from retrieval.inputs import recall_query

@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 from django.db import connections
 
-from memoryadmin import replica
+from operations import replica
 from tests.api_fixtures import bearer
 from tests.helpers import free_port, wait_for
 

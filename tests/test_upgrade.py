@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from memoryadmin.roles import owner_credentials, runtime_credentials
+from operations.roles import owner_credentials, runtime_credentials
 from tests.helpers import PYTHON, REPO, child_env, database_url
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +35,7 @@ FILL = (
 VERIFY = (
     "import json; from django.db import connection; "
     "from tenants.services import apikey_authenticate; from tenants.scope import tenant_scope; "
-    "from facts.models import Fact; from memoryadmin.health import check_database; "
+    "from facts.models import Fact; from operations.health import check_database; "
     "key = apikey_authenticate(token=TOKEN); "
     "c = connection.cursor(); "
     "c.execute(\"SELECT set_config('app.all_tenants', 'on', false)\"); "

@@ -13,7 +13,7 @@ from facts.inputs import fact_draft
 from facts.models import Fact, FactVector
 from facts.services import fact_add, fact_import
 from indexing.vectors import configured_embedder, serving_space
-from memoryadmin.roles import as_owner
+from operations.roles import as_owner
 from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from tenants.scope import tenant_scope

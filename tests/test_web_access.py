@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from facts import services as fact_services
 from facts.inputs import fact_draft
-from memoryadmin.web.pages import Need, PageSpec, TenantPage, registered_pages, tenant_page
+from surfaces.base.pages import Need, PageSpec, TenantPage, registered_pages, tenant_page
 from tests.api_fixtures import World
 
 pytestmark = pytest.mark.django_db

@@ -23,7 +23,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from facts import services as fact_services  # noqa: E402
 from facts.inputs import fact_draft
-from memoryadmin.web.pages import Need, registered_pages  # noqa: E402
+from surfaces.base.pages import Need, registered_pages  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

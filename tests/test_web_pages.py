@@ -579,17 +579,19 @@ def test_an_admin_cannot_demote_or_remove_themselves(world, owner) -> None:
 
 def _all_forms() -> list[type]:
     import importlib
+    import pkgutil
 
     from django import forms
 
-    for module in ("facts.forms", "tenants.forms", "tenants.views", "retrieval.views",
-                   "memoryadmin.views", "memoryadmin.accounts"):  # fmt: skip
-        importlib.import_module(module)
+    import surfaces.pages
+
+    for module in pkgutil.iter_modules(surfaces.pages.__path__):
+        importlib.import_module(f"surfaces.pages.{module.name}")
     found, todo = [], list(forms.Form.__subclasses__())
     while todo:
         cls = todo.pop()
         todo += cls.__subclasses__()
-        if cls.__module__.split(".")[0] in ("facts", "tenants", "retrieval", "memoryadmin"):
+        if cls.__module__.split(".")[0] in ("surfaces", "memoryadmin"):
             found.append(cls)
     return found
 
@@ -631,7 +633,7 @@ def test_every_stored_code_reads_in_chinese() -> None:
     from django.utils import translation
 
     from facts.models import Category, EntityType, EventAction, Kind, Status
-    from memoryadmin.terms import term
+    from surfaces.base.terms import term
     from tenants.inputs import API_KEY_SCOPES
     from tenants.models import Role, TenantAction
 

@@ -125,7 +125,7 @@ END $$
 """
 
 # Purging a fact takes its text out of its audit trail. The runtime role may not UPDATE the
-# audit table at all (memoryadmin.roles), so the owner does it, for the facts of the tenant in
+# audit table at all (operations.roles), so the owner does it, for the facts of the tenant in
 # scope only, and the guard above still admits nothing but that redaction.
 REDACT_DEFINER = """
 CREATE OR REPLACE FUNCTION mnemosyne_factevent_redact(purged bigint[])

@@ -9,8 +9,8 @@ from django import template
 from django.http import QueryDict
 from django.utils.translation import gettext as _
 
-from memoryadmin import terms
-from memoryadmin.web.pages import tenant_url
+from surfaces.base import terms
+from surfaces.base.pages import tenant_url
 
 register = template.Library()
 

@@ -8,7 +8,7 @@ only the owner, and only while `app.cross_tenant` is on: the functions turn it o
 duration, and a session of the runtime role gains nothing by setting it, as the policy does not
 apply to that role.
 
-The runtime role's privileges are granted after every migrate (memoryadmin.roles.roles_grant).
+The runtime role's privileges are granted after every migrate (operations.roles.roles_grant).
 """
 
 # ruff: noqa: S608 - fixed SQL of this migration, built from constants only

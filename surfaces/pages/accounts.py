@@ -30,7 +30,7 @@ from django.views.decorators.http import require_http_methods
 from django_otp import login as otp_login
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from memoryadmin.services import user_language_get
+from operations.services import user_language_get
 from tenants.errors import InvalidInput, NotFound
 from tenants.services import invitation_accept, invitation_find
 

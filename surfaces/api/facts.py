@@ -30,9 +30,9 @@ from facts.selectors.audit import AUDIT_SOURCES, audit_actions, audit_event_iter
 from facts.selectors.entities import dictionary_entries, entity_fact_list, entity_get, entity_list
 from facts.selectors.facts import fact_entities, fact_get, fact_history, fact_list
 from facts.selectors.paging import MAX_PAGE
-from memoryadmin.api.base import Need, TenantViewSet, page
-from memoryadmin.api.parsers import JSONLinesParser, JSONLParser, TarParser
-from memoryadmin.api.strict import StrictSerializer, validated
+from surfaces.base.parsers import JSONLinesParser, JSONLParser, TarParser
+from surfaces.base.strict import StrictSerializer, validated
+from surfaces.base.viewsets import Need, TenantViewSet, page
 from tenants.errors import InvalidInput
 from tenants.services import audit_export_record
 

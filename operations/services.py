@@ -11,7 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from memoryadmin.models import ServiceHeartbeat
+from operations.models import ServiceHeartbeat
 from tenants.errors import InvalidInput
 
 
@@ -46,7 +46,7 @@ def user_language_set(*, user: AbstractBaseUser, language: str) -> str:
     """Keep the person's language for the web admin ("" follows the browser)."""
     from django.conf import settings
 
-    from memoryadmin.models import UserPreference
+    from operations.models import UserPreference
 
     if language and language not in dict(settings.LANGUAGES):
         codes = ", ".join(code for code, _ in settings.LANGUAGES)
@@ -56,7 +56,7 @@ def user_language_set(*, user: AbstractBaseUser, language: str) -> str:
 
 
 def user_language_get(*, user: AbstractBaseUser) -> str:
-    from memoryadmin.models import UserPreference
+    from operations.models import UserPreference
 
     preference = UserPreference.objects.filter(user=user).first()
     return preference.language if preference else ""

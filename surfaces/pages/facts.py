@@ -16,16 +16,6 @@ from django.utils.translation import gettext_lazy
 from facts import conflicts, curation, graph, inputs, services
 from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
 from facts.bundles import BundleError
-from facts.forms import (
-    AuditFilterForm,
-    EntityFilterForm,
-    FactAddForm,
-    FactEditForm,
-    FactFilterForm,
-    PurgeForm,
-    day_end,
-    day_start,
-)
 from facts.models import ConflictStatus, EntityType, Fact, Status
 from facts.selectors.audit import audit_event_iter, audit_event_list
 from facts.selectors.entities import dictionary_entries, entity_fact_list, entity_get, entity_list
@@ -40,11 +30,21 @@ from facts.selectors.facts import (
     fact_trust_history,
     fact_vectors,
 )
-from memoryadmin.web.charts import neighbourhood_svg
-from memoryadmin.web.forms import apply_errors, query_form
-from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page
 from retrieval.inputs import recall_query
 from retrieval.search import recall_search
+from surfaces.base.charts import neighbourhood_svg
+from surfaces.base.forms import apply_errors, query_form
+from surfaces.base.pages import Need, TenantPage, WriteAction, tenant_page
+from surfaces.pages.fact_forms import (
+    AuditFilterForm,
+    EntityFilterForm,
+    FactAddForm,
+    FactEditForm,
+    FactFilterForm,
+    PurgeForm,
+    day_end,
+    day_start,
+)
 from tenants.errors import InvalidInput, NotFound
 from tenants.inputs import settings_changes
 from tenants.services import audit_export_record, facts_export_record, tenant_update_settings

@@ -2,7 +2,7 @@
 and the writes its local buffer sends (turns, facts, mirrored built-in memories, session ends).
 
 Argument names, enums and result shapes of the tools are those of Hermes' bundled holographic
-provider (schemas in `hermes_provider.schemas`), so a profile can switch providers without the
+provider (schemas in `agenttools.hermes_schemas`), so a profile can switch providers without the
 model (or its user) relearning anything.
 
 These functions validate, call one service or selector, and format. A bad argument raises
@@ -17,6 +17,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from agenttools.candidates import candidate_facts
+from agenttools.hermes_schemas import (
+    ACTIONS,
+    CATEGORIES,
+    FACT,
+    FEEDBACK_ACTIONS,
+    KINDS,
+    MAX_LIMIT,
+    TURN,
+)
 from facts.inputs import (
     ToolArguments,
     clean_entity_name,
@@ -26,16 +36,6 @@ from facts.inputs import (
     fact_draft,
 )
 from facts.models import Fact
-from hermes_provider.candidates import candidate_facts
-from hermes_provider.schemas import (
-    ACTIONS,
-    CATEGORIES,
-    FACT,
-    FEEDBACK_ACTIONS,
-    KINDS,
-    MAX_LIMIT,
-    TURN,
-)
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant

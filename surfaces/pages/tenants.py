@@ -19,15 +19,13 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from agenttools import clients
 from facts.inputs import clean_scope
 from facts.retention import retention_dry_run, retention_run_start, retention_schedule
 from facts.selectors.retention import retention_preview
-from mcp_server import clients
-from memoryadmin.web.forms import apply_errors
-from memoryadmin.web.pages import Need, TenantPage, WriteAction, tenant_page, tenant_url
-from tenants import selectors, services
-from tenants.errors import InvalidInput, NotFound
-from tenants.forms import (
+from surfaces.base.forms import apply_errors
+from surfaces.base.pages import Need, TenantPage, WriteAction, tenant_page, tenant_url
+from surfaces.pages.tenant_forms import (
     ROLE_NAMES,
     ApiKeyForm,
     ApiKeyRotateForm,
@@ -37,6 +35,8 @@ from tenants.forms import (
     RetentionForm,
     RoleForm,
 )
+from tenants import selectors, services
+from tenants.errors import InvalidInput, NotFound
 from tenants.inputs import retention_changes
 from tenants.models import ApiKey, RetentionPolicy
 

@@ -26,7 +26,7 @@ class ApiSchema(AutoSchema):
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
-    target_class = "memoryadmin.api.auth.ApiKeyAuthentication"
+    target_class = "surfaces.base.auth.ApiKeyAuthentication"
     name = "apiKey"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
@@ -41,7 +41,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 class SessionOrAddressScheme(SessionScheme):
     """A signed-in session (cookie), as DRF's own session authentication."""
 
-    target_class = "memoryadmin.api.auth.SessionOrAddressAuthentication"
+    target_class = "surfaces.base.auth.SessionOrAddressAuthentication"
     priority = 0
 
 

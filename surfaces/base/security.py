@@ -86,7 +86,7 @@ class RequestLineLimitMiddleware:
         if length > MAX_REQUEST_LINE:
             message = _("the URL is longer than %(limit)d characters") % {"limit": MAX_REQUEST_LINE}
             if request.path.startswith("/api/"):
-                from memoryadmin.api.errors import error_body
+                from surfaces.base.errors import error_body
 
                 return JsonResponse(error_body(message, code="too_long"), status=400)
             return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")

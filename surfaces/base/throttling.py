@@ -12,7 +12,7 @@ from django.conf import settings
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import SimpleRateThrottle
 
-from memoryadmin.security import client_ip
+from surfaces.base.security import client_ip
 from tenants.models import ApiKey
 
 

@@ -9,13 +9,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from celery import current_app as celery_app
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from memoryadmin.celery import app as celery_app
-from memoryadmin.models import ServiceHeartbeat
-from memoryadmin.roles import role_problems
+from operations.models import ServiceHeartbeat
+from operations.roles import role_problems
 
 Check = dict[str, Any]
 
@@ -145,7 +145,7 @@ CHECKS = {
 
 
 def health_report() -> dict[str, Any]:
-    from memoryadmin.replica import check_replica, replica_configured
+    from operations.replica import check_replica, replica_configured
 
     checks = {name: check() for name, check in CHECKS.items()}
     failing = [name for name, result in checks.items() if result["ok"] is False]

@@ -22,8 +22,8 @@ from facts.inputs import (
 )
 from facts.models import Category, EntityType, Kind, Status
 from facts.selectors.audit import audit_actions
-from memoryadmin.terms import term_choices
-from memoryadmin.web.forms import DateInput, apply_errors
+from surfaces.base.forms import DateInput, apply_errors
+from surfaces.base.terms import term_choices
 from tenants.errors import InvalidInput
 
 ALL = "all"

@@ -19,9 +19,11 @@ only through `self.access`. Lookups that miss inside the tenant (`tenants.errors
 from __future__ import annotations
 
 import enum
+import pkgutil
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -31,10 +33,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
 from django.utils.functional import Promise
-from django.utils.module_loading import autodiscover_modules
 from django.views import View
 
-from memoryadmin.replica import replica_configured, replica_note_write, replica_reads
+from operations.replica import replica_configured, replica_note_write, replica_reads
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
@@ -223,11 +224,16 @@ def tenant_page(
 _discovered = False
 
 
+PAGES_PACKAGE = "surfaces.pages"
+
+
 def registered_pages() -> list[PageSpec]:
-    """Every tenant page of every app (each app's `views` module registers its own)."""
+    """Every tenant page (each module of `surfaces.pages` registers its own)."""
     global _discovered
     if not _discovered:
-        autodiscover_modules("views")
+        package = import_module(PAGES_PACKAGE)
+        for module in pkgutil.iter_modules(package.__path__):
+            import_module(f"{PAGES_PACKAGE}.{module.name}")
         _discovered = True
     return sorted(_PAGES.values(), key=lambda spec: (spec.order, spec.name))
 

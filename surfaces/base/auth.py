@@ -11,8 +11,8 @@ from rest_framework.authentication import (
 )
 from rest_framework.exceptions import AuthenticationFailed
 
-from memoryadmin.api.throttling import charge_address
-from memoryadmin.security import client_ip
+from surfaces.base.security import client_ip
+from surfaces.base.throttling import charge_address
 from tenants.models import ApiKey
 from tenants.services import apikey_authenticate
 

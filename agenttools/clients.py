@@ -8,7 +8,7 @@ import re
 import shlex
 from typing import Any
 
-from mcp_server.catalog import KEY_VARIABLE
+from agenttools.catalog import KEY_VARIABLE
 
 SERVER = "mnemosyne"
 

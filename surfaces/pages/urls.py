@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memoryadmin import accounts, views
-from memoryadmin.api import (
-    urls as _api_urls,  # noqa: F401 - registers the id and username converters
-)
-from memoryadmin.web.pages import tenant_urlpatterns
+from surfaces.base import converters as _converters  # noqa: F401 - registers id and username
+from surfaces.base.pages import tenant_urlpatterns
+from surfaces.pages import accounts
+from surfaces.pages import home as views
 
 app_name = "web"
 

@@ -24,17 +24,17 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agenttools import hermes as agent_tools
+from agenttools.hermes import Binding, Refused
 from facts.importers import hermes_profile_import
 from facts.inputs import clean_scope
 from facts.selectors.facts import fact_count
-from memoryadmin.api import agent_tools
-from memoryadmin.api.agent_tools import Binding, Refused
-from memoryadmin.api.auth import ApiKeyAuthentication
-from memoryadmin.api.base import Need, TenantViewSet
-from memoryadmin.api.errors import error_body
-from memoryadmin.api.strict import StrictSerializer
 from retrieval.context import IMPORTANT_SHARE, context_cached
 from retrieval.inputs import MAX_QUERY_CHARS
+from surfaces.base.auth import ApiKeyAuthentication
+from surfaces.base.errors import error_body
+from surfaces.base.strict import StrictSerializer
+from surfaces.base.viewsets import Need, TenantViewSet
 from tenants.errors import InvalidInput
 
 MAX_BATCH = 100

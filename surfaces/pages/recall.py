@@ -10,13 +10,13 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from facts.models import Category, Kind
-from memoryadmin.terms import term_choices
-from memoryadmin.web.forms import query_form
-from memoryadmin.web.pages import TenantPage, tenant_page
 from retrieval import explain
 from retrieval.context import context_build
 from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, RecallQuery, recall_query
 from retrieval.search import recall_search
+from surfaces.base.forms import query_form
+from surfaces.base.pages import TenantPage, tenant_page
+from surfaces.base.terms import term_choices
 
 CHANNEL_LABELS = {
     "fts": gettext_lazy("full text"),

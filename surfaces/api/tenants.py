@@ -11,9 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryadmin.api.base import Need, TenantViewSet, check_body_size
-from memoryadmin.api.parsers import FirstRenderer
-from memoryadmin.api.strict import StrictSerializer, validated
+from surfaces.base.parsers import FirstRenderer
+from surfaces.base.strict import StrictSerializer, validated
+from surfaces.base.viewsets import Need, TenantViewSet, check_body_size
 from tenants import selectors, services
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound

@@ -10,7 +10,7 @@ from django.db import DatabaseError, connection
 
 def check_database_roles(**_: Any) -> list[checks.CheckMessage]:
     """mnemosyne.E001: the runtime role is a superuser, has BYPASSRLS, or owns a tenant table."""
-    from memoryadmin.roles import owner_connected, role_problems
+    from operations.roles import owner_connected, role_problems
 
     if owner_connected():
         return []  # `migrate` runs as the owner on purpose

@@ -21,9 +21,9 @@ from rest_framework import exceptions, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memoryadmin.api.parsers import FirstRenderer
-from memoryadmin.replica import replica_note_write, replica_reads
-from memoryadmin.terms import term
+from operations.replica import replica_note_write, replica_reads
+from surfaces.base.parsers import FirstRenderer
+from surfaces.base.terms import term
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import ApiKey, Tenant

@@ -10,7 +10,7 @@ from csp.constants import NONCE, UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse
-from django.urls import URLPattern, URLResolver, include, path, re_path, register_converter
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.decorators.cache import cache_control
 from drf_spectacular.views import (
     SpectacularAPIView,
@@ -18,7 +18,8 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from facts.api import (
+from surfaces.api.agent import AgentViewSet, ProfileImportViewSet
+from surfaces.api.facts import (
     AuditViewSet,
     BundleViewSet,
     ConflictViewSet,
@@ -28,42 +29,16 @@ from facts.api import (
     FactImportViewSet,
     FactViewSet,
 )
-from memoryadmin.api import schema as _schema  # noqa: F401 - registers the API-key scheme
-from memoryadmin.api.agent import AgentViewSet, ProfileImportViewSet
-from retrieval.api import ContextViewSet, RecallViewSet
-from tenants.api import (
+from surfaces.api.recall import ContextViewSet, RecallViewSet
+from surfaces.api.tenants import (
     ApiKeyViewSet,
     MemberViewSet,
     RetentionViewSet,
     TenantDetailViewSet,
     TenantListView,
 )
-
-
-class IdConverter:
-    """A positive id that fits PostgreSQL's bigint (18 digits always do); others are 404."""
-
-    regex = "[1-9][0-9]{0,17}"
-
-    def to_python(self, value: str) -> int:
-        return int(value)
-
-    def to_url(self, value: int) -> str:
-        return str(value)
-
-
-class UsernameConverter:
-    regex = r"[\w.@+-]{1,150}"
-
-    def to_python(self, value: str) -> str:
-        return value
-
-    def to_url(self, value: str) -> str:
-        return value
-
-
-register_converter(IdConverter, "id")
-register_converter(UsernameConverter, "username")
+from surfaces.base import converters as _converters  # noqa: F401 - registers id and username
+from surfaces.base import schema as _schema  # noqa: F401 - registers the API-key scheme
 
 
 def _tenant_routes() -> list[URLPattern]:

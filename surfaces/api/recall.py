@@ -7,14 +7,14 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from facts.api import FactOut
 from facts.models import Category, Kind
-from memoryadmin.api.base import Need, TenantViewSet
-from memoryadmin.api.strict import StrictSerializer
 from retrieval.context import context_cached, retrievals_record
 from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
+from surfaces.api.facts import FactOut
+from surfaces.base.strict import StrictSerializer
+from surfaces.base.viewsets import Need, TenantViewSet
 
 
 class RecallIn(StrictSerializer):
