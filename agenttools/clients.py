@@ -8,7 +8,7 @@ import re
 import shlex
 from typing import Any
 
-from agenttools.catalog import KEY_VARIABLE
+from agentspec.mcp import KEY_VARIABLE
 
 SERVER = "mnemosyne"
 

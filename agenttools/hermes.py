@@ -1,24 +1,20 @@
-"""What the agent endpoints do for a Hermes profile: the `fact_store` and `fact_feedback` tools,
-and the writes its local buffer sends (turns, facts, mirrored built-in memories, session ends).
+"""The Hermes plugin's tools over the agent-tool core: `fact_store` and `fact_feedback`, as the
+REST agent endpoint (`POST /api/v1/agent/tools/<tool>`) runs them for a profile.
 
-Argument names, enums and result shapes of the tools are those of Hermes' bundled holographic
-provider (schemas in `agenttools.hermes_schemas`), so a profile can switch providers without the
-model (or its user) relearning anything.
-
-These functions validate, call one service or selector, and format. A bad argument raises
-InvalidInput naming it; a call the key may not make raises Refused. The tenant comes from the
-request's API key and cannot be named by any argument.
+Argument names, enums and result shapes are those of Hermes' bundled holographic provider
+(definitions in `agentspec.hermes`), so a profile can switch providers without the model (or its
+user) relearning anything. Each action parses its arguments, calls the core
+(`agenttools.core`) or one service or selector, and shapes the answer. A bad argument raises
+InvalidInput naming it; a call the key may not make raises Refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from agenttools.candidates import candidate_facts
-from agenttools.hermes_schemas import (
+from agentspec.hermes import (
     ACTIONS,
     CATEGORIES,
     FACT,
@@ -27,39 +23,17 @@ from agenttools.hermes_schemas import (
     MAX_LIMIT,
     TURN,
 )
-from facts.inputs import (
-    ToolArguments,
-    clean_entity_name,
-    clean_scope,
-    entity_names,
-    fact_changes,
-    fact_draft,
-)
+from agenttools import core
+from agenttools.core import READ, WRITE, Binding, Refused, results, scope_of
+from facts.graph import entities_reason, entity_facts, entity_related, fact_contradictions
+from facts.inputs import ToolArguments, clean_entity_name, entity_names, fact_changes, fact_draft
 from facts.models import Fact
-from tenants.actors import Actor
+from facts.selectors.facts import fact_list
+from facts.services import fact_add, fact_remove, fact_update
+from facts.services import fact_feedback as rate
 from tenants.errors import InvalidInput, NotFound
-from tenants.models import Tenant
 
-HERMES_MEMORY_TAG = "hermes-memory"
-WRITE_OPS = ("turn", "fact", "memory", "session_end")
-
-
-class Refused(Exception):
-    """The call is well formed but this key may not do it (e.g. a read-only key writes)."""
-
-
-@dataclass(frozen=True)
-class Binding:
-    """Who the profile acts for: the request's API key, with the profile's scope and session."""
-
-    tenant: Tenant  # with the profile's setting overrides applied (never saved)
-    actor: Actor
-    key_prefix: str
-    can_read: bool
-    can_write: bool
-    scope: str
-    session_id: str
-
+READ_ONLY = "this profile's API key is read-only: it may not change memories"
 
 # -- arguments --------------------------------------------------------------------------------
 
@@ -73,8 +47,7 @@ def _limit(args: ToolArguments) -> int:
 
 
 def _read_scope(binding: Binding, args: ToolArguments) -> str:
-    given = args.given("scope")
-    return clean_scope(given) if given is not None else binding.scope
+    return scope_of(binding, args.given("scope"))
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -107,23 +80,17 @@ def fact_json(fact: Fact, score: float | None = None, **extra: Any) -> dict[str,
     return row
 
 
-def _results(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"results": rows, "count": len(rows)}
-
-
 # -- fact_store actions -----------------------------------------------------------------------
 
 
 def _need(binding: Binding, write: bool) -> None:
-    if write and not binding.can_write:
-        raise Refused("this profile's API key is read-only: it may not change memories")
-    if not write and not binding.can_read:
+    if write and not binding.may(WRITE):
+        raise Refused(READ_ONLY)
+    if not write and not binding.may(READ):
         raise Refused("this profile's API key may write but not read memories")
 
 
 def _add(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
-    from facts.services import fact_add
-
     _need(binding, write=True)
     args = _args(raw)
     kind = args.choice("kind", KINDS) or FACT
@@ -146,29 +113,22 @@ def _add(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _search(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
-    from retrieval.inputs import recall_query
-    from retrieval.search import recall_search
-
     _need(binding, write=False)
     args = _args(raw)
-    hits = recall_search(
-        tenant=binding.tenant,
-        query=recall_query(
-            {
-                "query": args.text("query", required=True),
-                "k": _limit(args),
-                "scope": _read_scope(binding, args),
-                "kind": args.choice("kind", KINDS),
-                "category": args.choice("category", CATEGORIES),
-                "min_trust": args.number("min_trust", low=0.0, high=1.0),
-            }
-        ),
+    hits = core.recall(
+        binding,
+        query=args.text("query", required=True),
+        k=_limit(args),
+        scope=args.given("scope"),
+        kind=args.choice("kind", KINDS),
+        category=args.choice("category", CATEGORIES),
+        min_trust=args.number("min_trust", low=0.0, high=1.0),
     ).hits
-    return _results([fact_json(h.fact, h.score, channels=h.channels) for h in hits])
+    return results([fact_json(h.fact, h.score, channels=h.channels) for h in hits])
 
 
 def _graph_rows(hits: list[Any]) -> dict[str, Any]:
-    return _results([fact_json(h.fact, h.score, entities=h.entities, hops=h.hops) for h in hits])
+    return results([fact_json(h.fact, h.score, entities=h.entities, hops=h.hops) for h in hits])
 
 
 def _entity_action(selector: Callable[..., list[Any]]) -> Callable[[Binding, dict], dict]:
@@ -176,12 +136,16 @@ def _entity_action(selector: Callable[..., list[Any]]) -> Callable[[Binding, dic
         _need(binding, write=False)
         args = _args(raw)
         entity = clean_entity_name("entity", args.given("entity"))
-        filters = dict(
-            scope=_read_scope(binding, args),
+        hits, _ = core.entity_recall(
+            binding,
+            selector,
+            name=entity,
+            limit=_limit(args),
+            fallback=False,
+            scope=args.given("scope"),
             category=args.choice("category", CATEGORIES),
             kind=args.choice("kind", KINDS),
         )
-        hits = selector(tenant=binding.tenant, name=entity, limit=_limit(args), **filters)
         if hits:
             return _graph_rows(hits)
         # No such entity: what the words find, as the holographic provider falls back to.
@@ -190,21 +154,11 @@ def _entity_action(selector: Callable[..., list[Any]]) -> Callable[[Binding, dic
     return action
 
 
-def _probe(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
-    from facts.graph import entity_facts
-
-    return _entity_action(entity_facts)(binding, args)
-
-
-def _related(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
-    from facts.graph import entity_related
-
-    return _entity_action(entity_related)(binding, args)
+_probe = _entity_action(entity_facts)
+_related = _entity_action(entity_related)
 
 
 def _reason(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
-    from facts.graph import entities_reason
-
     _need(binding, write=False)
     args = _args(raw)
     hits = entities_reason(
@@ -219,8 +173,6 @@ def _reason(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _contradict(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
-    from facts.graph import fact_contradictions
-
     _need(binding, write=False)
     args = _args(raw)
     pairs = fact_contradictions(
@@ -229,7 +181,7 @@ def _contradict(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
         category=args.choice("category", CATEGORIES),
         limit=_limit(args),
     )
-    return _results(
+    return results(
         [
             {
                 "fact_a": fact_json(p.fact_a),
@@ -246,8 +198,6 @@ def _contradict(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _update(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
-    from facts.services import fact_update
-
     _need(binding, write=True)
     args = _args(raw)
     given: dict[str, Any] = {}
@@ -272,8 +222,6 @@ def _update(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _remove(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
-    from facts.services import fact_remove
-
     _need(binding, write=True)
     fact_id = _args(raw).fact_id()
     try:
@@ -284,8 +232,6 @@ def _remove(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _list(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
-    from facts.selectors.facts import fact_list
-
     _need(binding, write=False)
     args = _args(raw)
     page = fact_list(
@@ -322,8 +268,6 @@ def fact_store(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def fact_feedback(binding: Binding, args: dict[str, Any]) -> dict[str, Any]:
-    from facts.services import fact_feedback as rate
-
     _need(binding, write=True)
     given = _args(args)
     action = given.choice("action", FEEDBACK_ACTIONS)
@@ -349,166 +293,3 @@ HANDLERS: dict[str, Callable[[Binding, dict[str, Any]], dict[str, Any]]] = {
     "fact_store": fact_store,
     "fact_feedback": fact_feedback,
 }
-
-
-def _said(payload: dict[str, Any]) -> list[tuple[str, str]]:
-    said = payload.get("said")
-    if not isinstance(said, list) or not all(
-        isinstance(pair, list | tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
-        for pair in said
-    ):
-        raise InvalidInput("said", "must be a list of [speaker, text] pairs")
-    return [(speaker, text) for speaker, text in said]
-
-
-def _payload_text(payload: dict[str, Any], name: str) -> str:
-    value = payload.get(name) or ""
-    if not isinstance(value, str):
-        raise InvalidInput(name, "must be text")
-    return value.strip()
-
-
-def _at(payload: dict[str, Any]) -> datetime | None:
-    value = payload.get("at")
-    if value is None:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        raise InvalidInput("at", "must be an ISO 8601 date and time") from None
-
-
-def _write_turn(binding: Binding, key: str, payload: dict[str, Any]) -> None:
-    from facts.services import fact_add
-
-    at = _at(payload)
-    for index, (speaker, text) in enumerate(_said(payload)):
-        if not text.strip():
-            continue
-        fact_add(
-            tenant=binding.tenant,
-            actor=binding.actor,
-            draft=fact_draft(
-                {
-                    "content": text,
-                    "kind": TURN,
-                    "session_id": _payload_text(payload, "session_id")
-                    or binding.session_id
-                    or "hermes",
-                    "speaker": speaker,
-                    "scope": payload.get("scope") or binding.scope,
-                    "metadata": payload.get("metadata"),
-                    "created_at": at,
-                    "idempotency_key": f"{key}:{index}",
-                }
-            ),
-        )
-
-
-def _write_fact(binding: Binding, key: str, payload: dict[str, Any]) -> None:
-    from facts.services import fact_add
-
-    fact_add(
-        tenant=binding.tenant,
-        actor=binding.actor,
-        draft=fact_draft(
-            {
-                "content": _payload_text(payload, "content"),
-                "category": payload.get("category"),
-                "tags": payload.get("tags"),
-                "scope": payload.get("scope") or binding.scope,
-                "metadata": payload.get("metadata"),
-                "idempotency_key": key,
-            }
-        ),
-    )
-
-
-def _write_memory(binding: Binding, key: str, payload: dict[str, Any]) -> None:
-    """Mirror a write of Hermes' built-in memory tool: add, replace or remove an entry."""
-    from facts.services import fact_add, fact_remove
-    from retrieval.inputs import recall_query
-    from retrieval.search import recall_search
-
-    action = payload.get("action")
-    if action not in ("add", "replace", "remove"):
-        raise InvalidInput("action", "must be one of add, replace, remove")
-    target = _payload_text(payload, "target") or "memory"
-    old_text = _payload_text(payload, "old_text")
-    content = _payload_text(payload, "content")
-    if action in ("replace", "remove") and old_text:
-        # Hermes names the old entry by a piece of its text: find the mirrored facts that
-        # contain it.
-        hits = recall_search(
-            tenant=binding.tenant,
-            query=recall_query({"query": old_text, "k": 20, "kind": FACT, "min_trust": 0}),
-        ).hits
-        for hit in hits:
-            fact = hit.fact
-            if HERMES_MEMORY_TAG in fact.tags and old_text in fact.content:
-                fact_remove(tenant=binding.tenant, fact_id=fact.pk, actor=binding.actor)
-    if action in ("add", "replace") and content:
-        fact_add(
-            tenant=binding.tenant,
-            actor=binding.actor,
-            draft=fact_draft(
-                {
-                    "content": content,
-                    "category": "user_pref" if target == "user" else "general",
-                    "tags": [HERMES_MEMORY_TAG, target],
-                    "scope": payload.get("scope") or binding.scope,
-                    "metadata": {"source": "hermes-memory", "target": target},
-                    "idempotency_key": key,
-                }
-            ),
-        )
-
-
-def session_end(binding: Binding, key: str, said: list[str], session_id: str) -> int:
-    """Auto-extraction at the end of a session: the candidate facts in what the user said,
-    stored once each (a re-sent key stores nothing new). Returns how many candidates."""
-    from facts.services import fact_add
-
-    candidates = candidate_facts(said)
-    for index, candidate in enumerate(candidates):
-        fact_add(
-            tenant=binding.tenant,
-            actor=binding.actor,
-            draft=fact_draft(
-                {
-                    "content": candidate.content,
-                    "category": candidate.category,
-                    "tags": ["auto-extracted"],
-                    "scope": binding.scope,
-                    "metadata": {
-                        "source": "auto-extract",
-                        "rule": candidate.rule,
-                        "session_id": session_id,
-                    },
-                    "idempotency_key": f"{key}:{index}",
-                }
-            ),
-        )
-    return len(candidates)
-
-
-def _write_session_end(binding: Binding, key: str, payload: dict[str, Any]) -> None:
-    said = payload.get("said")
-    if not isinstance(said, list) or not all(isinstance(text, str) for text in said):
-        raise InvalidInput("said", "must be a list of texts")
-    session_end(binding, key, said, _payload_text(payload, "session_id") or binding.session_id)
-
-
-_WRITES: dict[str, Callable[[Binding, str, dict[str, Any]], None]] = {
-    "turn": _write_turn,
-    "fact": _write_fact,
-    "memory": _write_memory,
-    "session_end": _write_session_end,
-}
-
-
-def agent_write(binding: Binding, *, op: str, key: str, payload: dict[str, Any]) -> None:
-    """One buffered write, exactly once: its idempotency key goes with every fact it stores."""
-    if not binding.can_write:
-        raise Refused("this profile's API key is read-only: it may not change memories")
-    _WRITES[op](binding, key, payload)

@@ -14,6 +14,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agentspec.limits import (
+    MAX_CONTENT_CHARS as MAX_CONTENT_CHARS,
+)
+from agentspec.limits import (
+    MAX_ENTITY_NAME_CHARS as MAX_ENTITY_NAME_CHARS,
+)
+from agentspec.limits import MAX_ID as MAX_ID
+from agentspec.limits import MAX_TAG_CHARS as MAX_TAG_CHARS
+from agentspec.limits import MAX_TAGS as MAX_TAGS
 from facts.entities import entity_normalize
 from facts.models import Category, ConflictResolution, EntityType, Kind
 from tenants.errors import InvalidInput
@@ -21,19 +30,13 @@ from tenants.inputs import MAX_SCOPE_CHARS as MAX_SCOPE_CHARS
 from tenants.inputs import clean_scope as clean_scope
 from tenants.validation import check_choice, check_storable
 
-# In characters, as the API's schema states it (a Chinese character is 3 bytes of UTF-8).
-MAX_CONTENT_CHARS = 16_384
 MAX_METADATA_BYTES = 16 * 1024
-MAX_TAGS = 20
-MAX_TAG_CHARS = 64
 MAX_SESSION_ID_CHARS = 128
 MAX_SPEAKER_CHARS = 100
 MAX_IDEMPOTENCY_KEY_CHARS = 128
 MAX_POSITION = 2**31 - 1
-MAX_ID = 2**63 - 1  # bigint
 MAX_BULK = 200
 MAX_PURGE_REASON_CHARS = 500
-MAX_ENTITY_NAME_CHARS = 200
 MAX_TERM_CHARS = 100
 MAX_NOTE_CHARS = 1000
 DECISIONS: tuple[str, ...] = tuple(ConflictResolution.values)

@@ -34,8 +34,8 @@ from typing import Any
 
 from agent.memory_provider import MemoryProvider
 
-from agenttools import hermes_schemas as schemas
-from agenttools.candidates import candidate_facts
+from agentspec import hermes as schemas
+from agentspec.candidates import candidate_facts
 from hermes_provider import config as provider_config
 from hermes_provider.client import AgentClient, KeyRefused, Rejected, Unreachable
 from hermes_provider.outbox import Entry, Outbox
@@ -583,7 +583,7 @@ class MnemosyneProvider(MemoryProvider):
         said = [_text_of(m.get("content")) for m in messages or [] if m.get("role") == "user"]
         said = [_fit(text) for text in said if text.strip()]
         if said:
-            # The server finds the candidate facts (agenttools.candidates) and stores them.
+            # The server finds the candidate facts (agentspec.candidates) and stores them.
             self._keep("session_end", {"said": said, "session_id": self._session_id})
 
     def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:

@@ -19,9 +19,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from agenttools.mcp import Binding
 from mcp_server.bridge import AsgiBridge, BridgeTimeout
 from mcp_server.server import serving
-from mcp_server.tools import Binding
 from surfaces.base.auth import ApiKeyAuthentication
 from surfaces.base.throttling import ApiRateThrottle
 from surfaces.base.viewsets import check_body_size

@@ -31,8 +31,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import McpError
 
-from agenttools import catalog
-from agenttools.catalog import KEY_VARIABLE
+from agentspec import mcp as catalog
+from agentspec.mcp import KEY_VARIABLE
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT = 15.0

@@ -1,7 +1,7 @@
 """The MCP server: the SDK's low-level `Server` with Mnemosyne's tools, resources and prompt,
 served over the SDK's Streamable HTTP transport (stateless, JSON responses).
 
-Every handler is a thin coroutine that hands the real work (`mcp_server.tools`, synchronous
+Every handler is a thin coroutine that hands the real work (`agenttools.mcp`, synchronous
 Django code) to the web request's own thread through the bridge's `hop`, where the request's
 API key is bound. The SDK parses and answers the protocol; nothing here knows the key.
 """
@@ -21,9 +21,9 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import McpError
 
-from agenttools import catalog
-from agenttools.catalog import ToolSpec
-from mcp_server import tools
+from agentspec import mcp as catalog
+from agentspec.mcp import ToolSpec
+from agenttools import mcp as tools
 from mcp_server.bridge import HOP_KEY, AsgiHandler
 from tenants.errors import NotFound
 
@@ -102,7 +102,7 @@ def build_server() -> Server[Any, Any]:
 
     # Registered without the SDK's decorator, whose extras do not fit: its tool cache, shared
     # by every key, lists the tools again before a call, and its schema check does not name
-    # the argument (mcp_server.inputs does).
+    # the argument (agenttools.arguments does).
     server.request_handlers[types.CallToolRequest] = call_tool
 
     @server.list_resources()

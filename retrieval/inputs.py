@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentspec.limits import MAX_K as MAX_K
+from agentspec.limits import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from facts.models import Category, Kind
 from tenants.errors import InvalidInput
 from tenants.scope import scope_path
 from tenants.validation import check_choice
 
 CHANNELS = ("fts", "vec", "entity")
-MAX_QUERY_CHARS = 2000
-MAX_K = 100
 QUERY_FIELDS = (
     "query", "k", "scope", "kind", "category", "min_trust", "channels", "half_life_days",
 )  # fmt: skip

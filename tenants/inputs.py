@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, TypedDict, overload
 
+from agentspec.limits import MAX_SCOPE_CHARS as MAX_SCOPE_CHARS
 from tenants.errors import InvalidInput
 from tenants.models import Role
 from tenants.scope import current_scope_limit, scope_path, scope_within
@@ -229,7 +230,6 @@ def retention_changes_validate(changes: Any) -> dict[str, Any]:
 
 # -- scopes: the paths facts, keys and queries are filed under ----------------------------
 
-MAX_SCOPE_CHARS = 255
 _SCOPE_SEGMENT = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s/:]{1,100}$")
 
 
@@ -255,7 +255,7 @@ def scope_checked(scope: Any) -> str:
     if not path:
         return ""
     if len(path) > MAX_SCOPE_CHARS:
-        raise InvalidInput("scope", "is longer than 255 characters")
+        raise InvalidInput("scope", f"is longer than {MAX_SCOPE_CHARS} characters")
     for segment in path.split("/"):
         if not _SCOPE_SEGMENT.match(segment):
             raise InvalidInput(

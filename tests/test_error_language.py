@@ -14,6 +14,7 @@ from tenants.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = (
+    "agentspec",
     "tenants",
     "indexing",
     "facts",

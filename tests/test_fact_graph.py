@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agenttools import hermes_schemas as tools
-from agenttools.candidates import candidate_facts
+from agentspec import hermes as tools
+from agentspec.candidates import candidate_facts
 from facts import graph
 from facts.conflicts import conflicts_check_pending
 from facts.embedding import facts_embed_batch

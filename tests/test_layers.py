@@ -10,6 +10,7 @@ from __future__ import annotations
 import grimp
 
 PACKAGES = (
+    "agentspec",
     "tenants",
     "indexing",
     "facts",

@@ -170,7 +170,7 @@ def test_importance_and_pins_leave_recalls_order_alone(tenant, owner_actor) -> N
 
 
 def test_pin_through_the_api_the_tools_and_the_fact_page(world, owner, auditor) -> None:
-    from mcp_server.tools import Binding, tool_call
+    from agenttools.mcp import Binding, tool_call
     from tenants.actors import Actor
     from tenants.models import ApiKey
 

@@ -3,7 +3,7 @@ stdio relay loads it where there is no Django): they must be the ones the server
 
 from __future__ import annotations
 
-from agenttools import catalog
+from agentspec import mcp as catalog
 from facts import inputs as fact_inputs
 from facts.models import Category, Kind
 from retrieval import inputs as recall_inputs

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.tools import UNAVAILABLE
+from agenttools.mcp import UNAVAILABLE
 from memoryadmin.embedded_db import server_for_home
 from tests.helpers import PYTHON, REPO, child_env, free_port, wait_for
 from tests.mcp_support import http_session, payload, relay_parameters, run, stdio_session

@@ -1,4 +1,4 @@
-"""The MCP tools' own rules, called the way the server calls them (mcp_server.tools with the
+"""The MCP tools' own rules, called the way the server calls them (agenttools.mcp with the
 binding of a key): scopes are paths and a key's scope prefix bounds every call, probe falls back
 to text, the list pages, a read-only binding changes nothing."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.tools import Binding, known_facts, tool_call, tools_for
+from agenttools.mcp import Binding, known_facts, tool_call, tools_for
 from tenants.actors import Actor
 from tenants.scope import scope_within as within
 

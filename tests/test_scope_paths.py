@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from agenttools.mcp import Binding, tool_call
 from facts.inputs import fact_draft
 from facts.selectors.facts import fact_list
 from facts.services import fact_add
-from mcp_server.tools import Binding, tool_call
 from retrieval.context import context_build
 from retrieval.inputs import recall_query
 from retrieval.search import recall_search

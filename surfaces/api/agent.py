@@ -25,7 +25,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agenttools import hermes as agent_tools
-from agenttools.hermes import Binding, Refused
+from agenttools import writes as agent_writes
+from agenttools.core import Binding, Refused
 from facts.importers import hermes_profile_import
 from facts.inputs import clean_scope
 from facts.selectors.facts import fact_count
@@ -109,7 +110,7 @@ class WriteIn(StrictSerializer):
     key = serializers.CharField(
         min_length=8, max_length=64, help_text="idempotency key: a re-sent key stores nothing new"
     )
-    op = serializers.ChoiceField(choices=agent_tools.WRITE_OPS)
+    op = serializers.ChoiceField(choices=agent_writes.WRITE_OPS)
     payload = serializers.DictField(help_text="what the op stores (see the README)")
 
 
@@ -197,12 +198,10 @@ class AgentViewSet(TenantViewSet):
         tenant = copy.copy(self.tenant)
         # The profile's overrides, seen by recall and context assembly; never saved.
         tenant.settings = {**tenant.settings, **(data.get("settings") or {})}
-        return Binding(
+        return Binding.of_key(
+            key,
             tenant=tenant,
-            actor=self.actor,
-            key_prefix=key.prefix,
-            can_read="read" in self.access.rights,
-            can_write="write" in self.access.rights,
+            rights=frozenset(self.access.rights & {"read", "write"}),
             scope=scope,
             session_id=data.get("session_id") or "",
         )
@@ -353,7 +352,7 @@ class AgentViewSet(TenantViewSet):
         results = []
         for write in data["writes"]:
             try:
-                agent_tools.agent_write(
+                agent_writes.agent_write(
                     binding, op=write["op"], key=write["key"], payload=write["payload"]
                 )
             except InvalidInput as problem:
@@ -372,7 +371,7 @@ class AgentViewSet(TenantViewSet):
     def session_end(self, request: Request) -> Response:
         data = self._read(SessionEndIn)
         binding = self._binding(data)
-        found = agent_tools.session_end(binding, data["key"], data["said"], binding.session_id)
+        found = agent_writes.session_end(binding, data["key"], data["said"], binding.session_id)
         return Response({"candidates": found})
 
     @extend_schema(

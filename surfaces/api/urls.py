@@ -18,6 +18,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
+from agentspec import hermes as hermes_spec
 from surfaces.api.agent import AgentViewSet, ProfileImportViewSet
 from surfaces.api.facts import (
     AuditViewSet,
@@ -172,7 +173,7 @@ def _agent_routes() -> list[URLPattern]:
             name="agent-profile-import",
         ),
         re_path(
-            r"^tools/(?P<tool>fact_store|fact_feedback)$",
+            rf"^tools/(?P<tool>{'|'.join(sorted(hermes_spec.TOOL_NAMES))})$",
             agent({"post": "tool"}),
             name="agent-tool",
         ),

@@ -1,6 +1,7 @@
-"""Tool arguments, parsed once into typed values; a bad one raises InvalidInput naming it.
-The reading of each argument is `facts.inputs.ToolArguments`, shared with the Hermes agent
-tools; the values a fact may hold are checked by `facts.inputs` when the tool stores them.
+"""The MCP tools' arguments, parsed once into typed values; a bad one raises InvalidInput naming
+it. The reading of each argument is `facts.inputs.ToolArguments`, shared with the Hermes agent
+tools, and every limit is `agentspec.limits`' (the tools' schemas state the same ones); the
+values a fact may hold are checked by `facts.inputs` when the tool stores them.
 
 Models send numbers as text ("5") or as 5.0 now and then: both are taken. Everything else
 that the tool's JSON schema does not allow is refused with the argument's name, so a model can
@@ -12,8 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agenttools.catalog import CATEGORIES, KINDS, MAX_K, MAX_QUERY_CHARS, ToolSpec
-from facts.inputs import MAX_CONTENT_CHARS, MAX_SCOPE_CHARS, ToolArguments, clean_entity_name
+from agentspec.limits import (
+    CATEGORIES,
+    KINDS,
+    MAX_BUDGET,
+    MAX_CONTENT_CHARS,
+    MAX_CURSOR_CHARS,
+    MAX_K,
+    MAX_QUERY_CHARS,
+    MAX_SCOPE_CHARS,
+    MIN_BUDGET,
+)
+from agentspec.mcp import ToolSpec
+from facts.inputs import ToolArguments, clean_entity_name
 from tenants.errors import InvalidInput
 
 
@@ -95,9 +107,9 @@ def search_args(args: Arguments) -> SearchArgs:
     return SearchArgs(
         query=args.text("query", limit=MAX_QUERY_CHARS, required=True) or "",
         scope=args.text("scope", limit=MAX_SCOPE_CHARS),
-        kind=args.choice("kind", KINDS),
+        kind=args.choice("kind", list(KINDS)),
         k=args.whole("k", low=1, high=MAX_K, default=10),
-        category=args.choice("category", CATEGORIES),
+        category=args.choice("category", list(CATEGORIES)),
         min_trust=args.number("min_trust", low=0.0, high=1.0),
     )
 
@@ -106,7 +118,7 @@ def context_args(args: Arguments) -> ContextArgs:
     return ContextArgs(
         task=args.text("task", limit=MAX_QUERY_CHARS),
         scope=args.text("scope", limit=MAX_SCOPE_CHARS),
-        budget=args.optional_whole("budget", low=50, high=32000),
+        budget=args.optional_whole("budget", low=MIN_BUDGET, high=MAX_BUDGET),
     )
 
 
@@ -114,7 +126,7 @@ def entity_args(args: Arguments) -> EntityArgs:
     return EntityArgs(
         entity=clean_entity_name("entity", args.text("entity", required=True)),
         scope=args.text("scope", limit=MAX_SCOPE_CHARS),
-        kind=args.choice("kind", KINDS),
+        kind=args.choice("kind", list(KINDS)),
         limit=args.whole("limit", low=1, high=MAX_K, default=10),
     )
 
@@ -122,10 +134,10 @@ def entity_args(args: Arguments) -> EntityArgs:
 def recent_args(args: Arguments) -> RecentArgs:
     return RecentArgs(
         scope=args.text("scope", limit=MAX_SCOPE_CHARS),
-        kind=args.choice("kind", KINDS) or "fact",
-        category=args.choice("category", CATEGORIES),
+        kind=args.choice("kind", list(KINDS)) or "fact",
+        category=args.choice("category", list(CATEGORIES)),
         limit=args.whole("limit", low=1, high=MAX_K, default=20),
-        cursor=args.text("cursor", limit=200),
+        cursor=args.text("cursor", limit=MAX_CURSOR_CHARS),
     )
 
 
@@ -133,7 +145,7 @@ def store_args(args: Arguments) -> StoreArgs:
     return StoreArgs(
         content=args.text("content", limit=MAX_CONTENT_CHARS, required=True) or "",
         scope=args.text("scope", limit=MAX_SCOPE_CHARS),
-        category=args.choice("category", CATEGORIES),
+        category=args.choice("category", list(CATEGORIES)),
         tags=args.tags("tags"),
         pinned=args.flag("pin") if args.has("pin") else False,
     )
@@ -151,7 +163,7 @@ def update_args(args: Arguments) -> UpdateArgs:
     if args.has("scope"):
         changes["scope"] = args.text("scope", limit=MAX_SCOPE_CHARS) or ""
     if args.has("category"):
-        changes["category"] = args.choice("category", CATEGORIES)
+        changes["category"] = args.choice("category", list(CATEGORIES))
     if args.has("tags"):
         changes["tags"] = args.tags("tags")
     if args.has("pin"):

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentspec import limits
+
 ACTIONS = ["add", "search", "probe", "related", "reason", "contradict", "update", "remove", "list"]
 FEEDBACK_ACTIONS = ["helpful", "unhelpful"]
-CATEGORIES = ["user_pref", "project", "tool", "general"]  # facts.models.Category
-FACT, TURN = "fact", "turn"  # facts.models.Kind
+CATEGORIES = list(limits.CATEGORIES)
+FACT, TURN = limits.KINDS
 KINDS = [FACT, TURN]
-MAX_LIMIT = 100
+MAX_LIMIT = limits.MAX_K
 
 FACT_STORE_SCHEMA: dict[str, Any] = {
     "name": "fact_store",

@@ -17,21 +17,19 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
-from agenttools import catalog
-from agenttools.catalog import ToolSpec
+from agentspec import mcp as catalog
+from agentspec.mcp import ToolSpec
+from agenttools import arguments as inputs
+from agenttools import core
+from agenttools.core import Binding, Refused, results, scope_of, visible
 from facts.graph import entity_facts, entity_related
 from facts.inputs import MAX_ID, clean_scope, fact_changes, fact_draft
 from facts.models import Fact, Kind
 from facts.selectors.facts import fact_get, fact_list
 from facts.services import fact_add, fact_feedback, fact_remove, fact_update
-from mcp_server import inputs
 from retrieval.context import context_cached, retrievals_record
-from retrieval.inputs import recall_query
 from retrieval.latency import recall_latency_note
-from retrieval.search import recall_search
-from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
-from tenants.models import ApiKey, Tenant
 from tenants.scope import scope_within
 
 logger = logging.getLogger(__name__)
@@ -39,37 +37,6 @@ logger = logging.getLogger(__name__)
 UNAVAILABLE = (
     "the memory store is unavailable right now (its database does not answer); try again shortly"
 )
-
-
-@dataclass(frozen=True)
-class Binding:
-    """Who calls: fixed by the API key of the request, never by an argument."""
-
-    tenant: Tenant
-    actor: Actor
-    rights: frozenset[str]  # "read", "write"
-    scope: str = ""  # the key's scope prefix; "" is the whole tenant
-
-    @classmethod
-    def of_key(cls, key: ApiKey) -> Binding:
-        return cls(
-            tenant=key.tenant,
-            actor=Actor.api_key(key),
-            rights=frozenset(right for right in key.scopes if right in ("read", "write")),
-            scope=key_scope_prefix(key),
-        )
-
-    def may(self, need: str) -> bool:
-        return need in self.rights
-
-
-def key_scope_prefix(key: ApiKey) -> str:
-    """The scope prefix a key is restricted to ("" when it is not restricted)."""
-    return clean_scope(key.scope_prefix or "")
-
-
-class Refused(Exception):
-    """A well-formed call this key may not make."""
 
 
 class StoreUnavailable(Exception):
@@ -80,27 +47,6 @@ class StoreUnavailable(Exception):
 class Outcome:
     payload: dict[str, Any]
     is_error: bool = False
-
-
-# -- scopes ------------------------------------------------------------------------------------
-
-
-def _scope(binding: Binding, given: str | None) -> str:
-    """The scope a call reads or writes: the one given (inside the key's), else the key's."""
-    scope = clean_scope(given) if given else ""
-    if not scope:
-        return binding.scope
-    if not scope_within(scope, binding.scope):
-        raise InvalidInput("scope", f"is outside this API key's scope {binding.scope!r}")
-    return scope
-
-
-def _visible(binding: Binding, fact_id: int) -> Fact:
-    """The fact, if this key may see it; otherwise NotFound, as for a missing one."""
-    fact = fact_get(tenant=binding.tenant, fact_id=fact_id)
-    if not scope_within(fact.scope, binding.scope):
-        raise NotFound("fact", fact_id)
-    return fact
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -123,10 +69,6 @@ def fact_json(fact: Fact, **extra: Any) -> dict[str, Any]:
     return row
 
 
-def _results(rows: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"results": rows, "count": len(rows), **extra}
-
-
 # -- read tools ----------------------------------------------------------------------------------
 
 
@@ -134,24 +76,25 @@ def _search(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     return _recall(binding, inputs.search_args(args))
 
 
+def _shown(binding: Binding, hits: list[Any]) -> list[dict[str, Any]]:
+    """An agent was shown these: they count as retrieved."""
+    retrievals_record(tenant=binding.tenant, fact_ids=[hit.fact.pk for hit in hits])
+    return [fact_json(hit.fact, score=round(hit.score, 6)) for hit in hits]
+
+
 def _recall(binding: Binding, given: inputs.SearchArgs) -> dict[str, Any]:
-    result = recall_search(
-        tenant=binding.tenant,
-        query=recall_query(
-            {
-                "query": given.query,
-                "k": given.k,
-                "scope": _scope(binding, given.scope),
-                "kind": given.kind,
-                "category": given.category,
-                "min_trust": given.min_trust,
-            }
-        ),
+    result = core.recall(
+        binding,
+        query=given.query,
+        k=given.k,
+        scope=given.scope,
+        kind=given.kind,
+        category=given.category,
+        min_trust=given.min_trust,
     )
-    # An agent was shown these: they count as retrieved, and the wait goes on the dashboard.
-    retrievals_record(tenant=binding.tenant, fact_ids=[hit.fact.pk for hit in result.hits])
+    # The wait goes on the dashboard.
     recall_latency_note(tenant=binding.tenant, ms=result.timings_ms["total"])
-    return _results([fact_json(hit.fact, score=round(hit.score, 6)) for hit in result.hits])
+    return results(_shown(binding, result.hits))
 
 
 def _context(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
@@ -159,7 +102,7 @@ def _context(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     block = context_cached(
         tenant=binding.tenant,
         query=given.task or None,
-        scope=_scope(binding, given.scope) or None,
+        scope=scope_of(binding, given.scope) or None,
         budget=given.budget,
     )
     return {"text": block.text, "tokens": block.tokens, "fact_ids": block.levels}
@@ -168,26 +111,22 @@ def _context(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
 def _graph(selector: Callable[..., list[Any]], fallback: bool) -> Callable[..., dict[str, Any]]:
     def run(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
         given = inputs.entity_args(args)
-        scope = _scope(binding, given.scope)
-        hits = selector(
-            tenant=binding.tenant,
+        hits, matched_by = core.entity_recall(
+            binding,
+            selector,
             name=given.entity,
-            scope=scope or None,
-            kind=given.kind,
             limit=given.limit,
+            fallback=fallback,
+            scope=given.scope,
+            kind=given.kind,
         )
+        if matched_by == "text":
+            return results(_shown(binding, hits), matched_by="text")
         rows = [
             fact_json(hit.fact, score=round(hit.score, 6), entities=hit.entities, hops=hit.hops)
             for hit in hits
         ]
-        if rows or not fallback:
-            return _results(rows, matched_by="entity")
-        # No such entity: what the words find (as Hermes' fact_store probe does).
-        found = _recall(
-            binding,
-            inputs.SearchArgs(given.entity, scope, given.kind, given.limit, None, None),
-        )
-        return {**found, "matched_by": "text"}
+        return results(rows, matched_by="entity")
 
     return run
 
@@ -196,13 +135,13 @@ def _recent(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     given = inputs.recent_args(args)
     page = fact_list(
         tenant=binding.tenant,
-        scope_prefix=_scope(binding, given.scope) or None,
+        scope_prefix=scope_of(binding, given.scope) or None,
         kind=given.kind,
         category=given.category,
         limit=given.limit,
         cursor=given.cursor,
     )
-    return _results([fact_json(fact) for fact in page.facts], next_cursor=page.next_cursor)
+    return results([fact_json(fact) for fact in page.facts], next_cursor=page.next_cursor)
 
 
 # -- write tools ---------------------------------------------------------------------------------
@@ -216,7 +155,7 @@ def _store(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
         draft=fact_draft(
             {
                 "content": given.content,
-                "scope": _scope(binding, given.scope),
+                "scope": scope_of(binding, given.scope),
                 "category": given.category,
                 "tags": given.tags,
                 "pinned": given.pinned,
@@ -228,7 +167,7 @@ def _store(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
 
 def _feedback(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     given = inputs.feedback_args(args)
-    _visible(binding, given.fact_id)
+    visible(binding, given.fact_id)
     result = fact_feedback(
         tenant=binding.tenant, fact_id=given.fact_id, helpful=given.helpful, actor=binding.actor
     )
@@ -237,12 +176,12 @@ def _feedback(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
 
 def _update(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     given = inputs.update_args(args)
-    _visible(binding, given.fact_id)
+    visible(binding, given.fact_id)
     changes = dict(given.changes)
     if "scope" in changes:
         moved = clean_scope(changes["scope"])
-        if not scope_within(moved, binding.scope):
-            raise InvalidInput("scope", f"is outside this API key's scope {binding.scope!r}")
+        if not scope_within(moved, binding.limit):
+            raise InvalidInput("scope", f"is outside this API key's scope {binding.limit!r}")
         changes["scope"] = moved
     fact = fact_update(
         tenant=binding.tenant,
@@ -255,7 +194,7 @@ def _update(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
 
 def _remove(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     given = inputs.remove_args(args)
-    _visible(binding, given.fact_id)
+    visible(binding, given.fact_id)
     fact = fact_remove(tenant=binding.tenant, fact_id=given.fact_id, actor=binding.actor)
     return {"fact_id": fact.pk, "removed": True}
 
@@ -340,7 +279,7 @@ def fact_document(binding: Binding, fact_id: str) -> Document:
         raise NotFound("fact", fact_id) from None
     if not 0 < ident <= MAX_ID:
         raise NotFound("fact", fact_id)
-    fact = _visible(binding, ident)
+    fact = visible(binding, ident)
     row = fact_json(
         fact,
         status=fact.status,

@@ -1,7 +1,9 @@
-"""What the MCP server offers: its tools (names, descriptions, JSON schemas), resources and prompt.
+"""What the MCP server offers: its tools (names, descriptions, JSON schemas with their limits),
+resources and prompt, each defined here once.
 
-Plain data, no Django: the server (`mcp_server.server`) lists these, and `mnemosyne mcp` (the
-stdio relay, which runs where no database or Django is) takes its instructions from here.
+Plain data, no Django: the server (`mcp_server.server`, over `agenttools.mcp`) lists these, and
+`mnemosyne mcp` (the stdio relay, which runs where no database or Django is) takes its
+instructions from here.
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentspec import limits
+
 SERVER_NAME = "mnemosyne"
 KEY_VARIABLE = "MNEMOSYNE_API_KEY"  # where `mnemosyne mcp` reads the tenant's API key
-CATEGORIES = ["user_pref", "project", "tool", "general"]  # facts.models.Category
-KINDS = ["fact", "turn"]  # facts.models.Kind
-MAX_K = 100  # retrieval.inputs.MAX_K (this module loads without Django)
-MAX_QUERY_CHARS = 2000  # retrieval.inputs.MAX_QUERY_CHARS
+CATEGORIES = list(limits.CATEGORIES)
+KINDS = list(limits.KINDS)
+MAX_K = limits.MAX_K
+MAX_QUERY_CHARS = limits.MAX_QUERY_CHARS
 
 INSTRUCTIONS = (
     "Mnemosyne is your team's shared long-term memory: curated facts and past conversation "
@@ -53,13 +57,13 @@ class ToolSpec:
 
 _SCOPE_READ = {
     "type": "string",
-    "maxLength": 255,
+    "maxLength": limits.MAX_SCOPE_CHARS,
     "description": "Only memories in this scope and below, a path like 'project:beta' (which "
     "covers 'project:beta/...'). Default: everything this API key may see.",
 }
 _SCOPE_WRITE = {
     "type": "string",
-    "maxLength": 255,
+    "maxLength": limits.MAX_SCOPE_CHARS,
     "description": "Where the memory belongs, a path of type:name segments like "
     "'user:alice/project:beta'. Default: this API key's scope (the whole team if it has none).",
 }
@@ -76,8 +80,8 @@ _CATEGORY = {
 }
 _TAGS = {
     "type": "array",
-    "items": {"type": "string", "maxLength": 64},
-    "maxItems": 20,
+    "items": {"type": "string", "maxLength": limits.MAX_TAG_CHARS},
+    "maxItems": limits.MAX_TAGS,
     "description": "Short labels, e.g. ['deploy', 'ci'].",
 }
 _FACT_ID = {
@@ -88,7 +92,7 @@ _FACT_ID = {
 _ENTITY = {
     "type": "string",
     "minLength": 1,
-    "maxLength": 200,
+    "maxLength": limits.MAX_ENTITY_NAME_CHARS,
     "description": "A person, place, organisation or product, e.g. 'Alice' or '王总'.",
 }
 
@@ -153,9 +157,10 @@ TOOLS: list[ToolSpec] = [
             "scope": _SCOPE_READ,
             "budget": {
                 "type": "integer",
-                "minimum": 50,
-                "maximum": 32000,
-                "description": "Tokens the block may take (50 to 32000). Default: the team's "
+                "minimum": limits.MIN_BUDGET,
+                "maximum": limits.MAX_BUDGET,
+                "description": f"Tokens the block may take ({limits.MIN_BUDGET} to "
+                f"{limits.MAX_BUDGET}). Default: the team's "
                 "setting (1300 unless changed).",
             },
         },
@@ -196,7 +201,7 @@ TOOLS: list[ToolSpec] = [
             "limit": _limit(20),
             "cursor": {
                 "type": "string",
-                "maxLength": 200,
+                "maxLength": limits.MAX_CURSOR_CHARS,
                 "description": "next_cursor of the previous page.",
             },
         },
@@ -214,7 +219,7 @@ TOOLS: list[ToolSpec] = [
             "content": {
                 "type": "string",
                 "minLength": 1,
-                "maxLength": 16384,
+                "maxLength": limits.MAX_CONTENT_CHARS,
                 "description": "The fact, in any language.",
             },
             "scope": _SCOPE_WRITE,
@@ -259,7 +264,7 @@ TOOLS: list[ToolSpec] = [
         ),
         properties={
             "fact_id": _FACT_ID,
-            "content": {"type": "string", "minLength": 1, "maxLength": 16384},
+            "content": {"type": "string", "minLength": 1, "maxLength": limits.MAX_CONTENT_CHARS},
             "scope": _SCOPE_WRITE,
             "category": _CATEGORY,
             "tags": _TAGS,
