@@ -32,14 +32,16 @@ from tenants.scope import tenant_scope
 
 RECENCY_HALF_LIFE_DAYS = 30
 USE_SATURATION = 100
+# The weights of the four terms (they sum to 1).
+USEFULNESS, USE, RECENCY, TRUST = 0.35, 0.25, 0.20, 0.20
 
 _FORMULA = f"""
 CASE WHEN pinned THEN 1.0 ELSE round((
-    0.35 * (helpful_count + 1)::float / (helpful_count + unhelpful_count + 2)
-  + 0.25 * least(1.0, ln(1 + retrieval_count) / ln({USE_SATURATION + 1}))
-  + 0.20 * power(0.5, greatest(0.0, extract(epoch FROM (%s - coalesce(last_retrieved_at,
+    {USEFULNESS} * (helpful_count + 1)::float / (helpful_count + unhelpful_count + 2)
+  + {USE} * least(1.0, ln(1 + retrieval_count) / ln({USE_SATURATION + 1}))
+  + {RECENCY} * power(0.5, greatest(0.0, extract(epoch FROM (%s - coalesce(last_retrieved_at,
         created_at))) / 86400.0) / {RECENCY_HALF_LIFE_DAYS})
-  + 0.20 * trust_score
+  + {TRUST} * trust_score
 )::numeric, 6)::float END
 """
 
@@ -51,12 +53,13 @@ def importance_expression(now: datetime | None = None) -> RawSQL:
 
 
 def importance_of_new(*, trust: float, created_at: datetime, pinned: bool) -> float:
-    """The formula for a fact nobody has rated or retrieved yet, without a query."""
+    """The formula for a fact nobody has rated or retrieved yet (usefulness 1/2, use 0),
+    without a query."""
     if pinned:
         return 1.0
     age_days = max(0.0, (timezone.now() - created_at).total_seconds() / 86400)
     recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-    return round(0.35 * 0.5 + 0.20 * recency + 0.20 * trust, 6)
+    return round(USEFULNESS * 0.5 + RECENCY * recency + TRUST * trust, 6)
 
 
 def importance_recompute(*, tenant: Tenant, fact_ids: list[int] | None = None) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from celery import current_app, shared_task
+from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 
 from facts.conflicts import CHECK_BATCH, conflicts_check_pending, tenants_with_unchecked_facts
@@ -25,7 +25,14 @@ from facts.services import fact_record_retrievals
 from facts.stats import stats_fold
 from indexing.vectors import vector_models_cleanup, vector_switch_finish
 from tenants.cross_tenant import tenants_with_stats_work
-from tenants.jobs import TRANSIENT, job_send, job_send_coalesced, tenant_task
+from tenants.jobs import (
+    TRANSIENT,
+    job_send,
+    job_send_coalesced,
+    retrying_task,
+    sweep_task,
+    tenant_task,
+)
 from tenants.models import Tenant
 
 # How long one conflict-check task runs before it hands the rest to a fresh message of itself.
@@ -38,13 +45,7 @@ CHECK_TASK_S = 3.0
 EMBED_TASK_S = 120.0
 
 
-@shared_task(
-    name="facts.tasks.facts_embed_pending",
-    ignore_result=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=True,
-    max_retries=5,
-)
+@retrying_task("facts.tasks.facts_embed_pending")
 @tenant_task()
 def facts_embed_pending(tenant: Tenant) -> int:
     """Embed the tenant's unembedded active facts, a batch at a time, for up to `EMBED_TASK_S`;
@@ -72,7 +73,7 @@ def facts_embed_pending(tenant: Tenant) -> int:
     return done
 
 
-@shared_task(name="facts.tasks.facts_embed_sweep", ignore_result=True)
+@sweep_task("facts.tasks.facts_embed_sweep")
 def facts_embed_sweep() -> int:
     """Beat's safety net: a nudge for every tenant that still has facts waiting for a vector;
     also finishes a model switch whose vectors are complete and deletes retired ones."""
@@ -84,13 +85,7 @@ def facts_embed_sweep() -> int:
     return len(tenant_ids)
 
 
-@shared_task(
-    name="facts.tasks.facts_record_retrievals",
-    ignore_result=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=True,
-    max_retries=5,
-)
+@retrying_task("facts.tasks.facts_record_retrievals")
 @tenant_task()
 def facts_record_retrievals(tenant: Tenant, fact_ids: list[int], at: str) -> int:
     """Count one retrieval of each fact at `at` (a message delivered twice counts once)."""
@@ -100,13 +95,7 @@ def facts_record_retrievals(tenant: Tenant, fact_ids: list[int], at: str) -> int
 # -- entities: re-linking after the dictionary or the extractor changed ----------------------
 
 
-@shared_task(
-    name="facts.tasks.entities_relink",
-    ignore_result=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=True,
-    max_retries=8,
-)
+@retrying_task("facts.tasks.entities_relink", max_retries=8)
 @tenant_task()
 def entities_relink(tenant: Tenant, job_id: int) -> int:
     """Work on a relink job for up to four minutes; re-queue itself until it is done. A
@@ -123,7 +112,7 @@ def entities_relink(tenant: Tenant, job_id: int) -> int:
     return job.done if job is not None else 0
 
 
-@shared_task(name="facts.tasks.entities_relink_sweep", ignore_result=True)
+@sweep_task("facts.tasks.entities_relink_sweep")
 def entities_relink_sweep() -> int:
     """Beat: re-link every tenant after the extractor changed; resend lost relink jobs."""
     todo = relink_sweep()
@@ -135,13 +124,7 @@ def entities_relink_sweep() -> int:
 # -- conflicts and duplicates ------------------------------------------------------------------
 
 
-@shared_task(
-    name="facts.tasks.facts_check_conflicts",
-    ignore_result=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=True,
-    max_retries=5,
-)
+@retrying_task("facts.tasks.facts_check_conflicts")
 @tenant_task()
 def facts_check_conflicts(tenant: Tenant) -> int:
     """Compare the tenant's newly embedded (or changed) facts with their neighbours, a batch
@@ -170,7 +153,7 @@ def facts_check_conflicts(tenant: Tenant) -> int:
     return checked
 
 
-@shared_task(name="facts.tasks.facts_conflicts_sweep", ignore_result=True)
+@sweep_task("facts.tasks.facts_conflicts_sweep")
 def facts_conflicts_sweep() -> int:
     """Beat: a conflict check for every tenant with facts not yet checked."""
     tenant_ids = tenants_with_unchecked_facts()
@@ -182,15 +165,7 @@ def facts_conflicts_sweep() -> int:
 # -- importance ------------------------------------------------------------------------------
 
 
-@shared_task(
-    name="facts.tasks.facts_importance_recompute",
-    ignore_result=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=True,
-    max_retries=5,
-    soft_time_limit=120,
-    time_limit=150,
-)
+@retrying_task("facts.tasks.facts_importance_recompute")
 @tenant_task()
 def facts_importance_recompute(tenant: Tenant) -> int:
     """Recompute the importance of one tenant's active facts when its interval has passed (one
@@ -198,7 +173,7 @@ def facts_importance_recompute(tenant: Tenant) -> int:
     return importance_recompute_due(tenant=tenant) or 0
 
 
-@shared_task(name="facts.tasks.facts_importance_sweep", ignore_result=True)
+@sweep_task("facts.tasks.facts_importance_sweep")
 def facts_importance_sweep() -> int:
     """Beat: recompute the importance of every tenant whose interval has passed (recency moves
     with the clock)."""
@@ -211,16 +186,7 @@ def facts_importance_sweep() -> int:
 # -- retention ---------------------------------------------------------------------------------
 
 
-@shared_task(
-    name="facts.tasks.retention_run",
-    ignore_result=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=5,
-    retry_backoff_max=300,
-    max_retries=8,
-    soft_time_limit=300,
-    time_limit=360,
-)
+@retrying_task("facts.tasks.retention_run", max_retries=8, backoff=5, backoff_max=300)
 @tenant_task()
 def retention_run(tenant: Tenant, run_id: int) -> int:
     """Work on a retention run for up to four minutes; re-queue itself until it is done. A
@@ -240,7 +206,7 @@ def retention_run(tenant: Tenant, run_id: int) -> int:
     return run.batches_done if run is not None else 0
 
 
-@shared_task(name="facts.tasks.retention_sweep", ignore_result=True)
+@sweep_task("facts.tasks.retention_sweep")
 def retention_sweep() -> int:
     """Beat: start the retention runs that are due; send again lost or orphaned ones."""
     todo = retention_sweep_due()
@@ -252,22 +218,14 @@ def retention_sweep() -> int:
 # -- maintained statistics -------------------------------------------------------------------
 
 
-@shared_task(
-    name="facts.tasks.facts_stats_fold",
-    ignore_result=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=True,
-    max_retries=5,
-    soft_time_limit=120,
-    time_limit=150,
-)
+@retrying_task("facts.tasks.facts_stats_fold")
 @tenant_task()
 def facts_stats_fold(tenant: Tenant) -> int:
     """Fold one tenant's statistics rows and count its changed entities (facts.stats)."""
     return stats_fold(tenant=tenant).entities_counted
 
 
-@shared_task(name="facts.tasks.facts_stats_sweep", ignore_result=True)
+@sweep_task("facts.tasks.facts_stats_sweep")
 def facts_stats_sweep() -> int:
     """Beat: a fold for every tenant whose statistics changed since the last one."""
     tenant_ids = tenants_with_stats_work()

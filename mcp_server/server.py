@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
@@ -58,13 +58,38 @@ def _json_text(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False, default=str)
 
 
-def build_server() -> Server[Any, Any]:
-    server: Server[Any, Any] = Server(
-        catalog.SERVER_NAME, version=_version(), instructions=catalog.INSTRUCTIONS
-    )
+KNOWN_FACTS = types.Resource(
+    uri=catalog.KNOWN_FACTS_URI,  # type: ignore[arg-type]
+    name="known-facts",
+    title="Known facts",
+    description="The team's most important facts, each with its fact id: what an agent should "
+    "know before it starts.",
+    mimeType="text/markdown",
+)
+FACT_TEMPLATE = types.ResourceTemplate(
+    uriTemplate=catalog.FACT_URI_TEMPLATE,
+    name="fact",
+    title="A fact by id",
+    description="One memory with its metadata (trust, feedback, author, times).",
+    mimeType="application/json",
+)
+USE_MEMORY = types.Prompt(
+    name=catalog.PROMPT_NAME,
+    title="Use the team's memory",
+    description="How to use Mnemosyne's memory tools well, optionally for a task.",
+    arguments=[
+        types.PromptArgument(name="task", description="What you are about to do", required=False)
+    ],
+)
+
+InRequest = Callable[[Callable[[tools.Binding], T]], Awaitable[T]]
+
+
+def _in_request(server: Server[Any, Any]) -> InRequest[Any]:
+    """`await in_request(work)` runs `work` with the caller's binding in the web request's
+    thread; a database outage is a protocol error saying so."""
 
     async def in_request(work: Callable[[tools.Binding], T]) -> T:
-        """Run `work` with the caller's binding in the web request's thread."""
         request = server.request_context.request
         hop = request.scope[HOP_KEY] if request is not None else None
         if hop is None:  # pragma: no cover - only ever served through the bridge
@@ -82,6 +107,10 @@ def build_server() -> Server[Any, Any]:
                 types.ErrorData(code=types.INTERNAL_ERROR, message=tools.UNAVAILABLE)
             ) from None
 
+    return in_request
+
+
+def _serve_tools(server: Server[Any, Any], in_request: InRequest[Any]) -> None:
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
         return [_tool(spec) for spec in await in_request(tools.tools_for)]
@@ -105,30 +134,19 @@ def build_server() -> Server[Any, Any]:
     # the argument (agenttools.arguments does).
     server.request_handlers[types.CallToolRequest] = call_tool
 
+
+def _not_found(message: str) -> McpError:
+    return McpError(types.ErrorData(code=RESOURCE_NOT_FOUND, message=message))
+
+
+def _serve_resources(server: Server[Any, Any], in_request: InRequest[Any]) -> None:
     @server.list_resources()
     async def list_resources() -> list[types.Resource]:
-        return [
-            types.Resource(
-                uri=catalog.KNOWN_FACTS_URI,  # type: ignore[arg-type]
-                name="known-facts",
-                title="Known facts",
-                description="The team's most important facts, each with its fact id: what an "
-                "agent should know before it starts.",
-                mimeType="text/markdown",
-            )
-        ]
+        return [KNOWN_FACTS]
 
     @server.list_resource_templates()
     async def list_resource_templates() -> list[types.ResourceTemplate]:
-        return [
-            types.ResourceTemplate(
-                uriTemplate=catalog.FACT_URI_TEMPLATE,
-                name="fact",
-                title="A fact by id",
-                description="One memory with its metadata (trust, feedback, author, times).",
-                mimeType="application/json",
-            )
-        ]
+        return [FACT_TEMPLATE]
 
     @server.read_resource()
     async def read_resource(uri: Any) -> list[ReadResourceContents]:
@@ -140,29 +158,16 @@ def build_server() -> Server[Any, Any]:
             try:
                 document = await in_request(lambda binding: tools.fact_document(binding, ident))
             except NotFound as missing:
-                raise McpError(
-                    types.ErrorData(code=RESOURCE_NOT_FOUND, message=str(missing))
-                ) from None
+                raise _not_found(str(missing)) from None
         else:
-            raise McpError(
-                types.ErrorData(code=RESOURCE_NOT_FOUND, message=f"no resource {address}")
-            )
+            raise _not_found(f"no resource {address}")
         return [ReadResourceContents(content=document.text, mime_type=document.mime_type)]
 
+
+def _serve_prompt(server: Server[Any, Any], in_request: InRequest[Any]) -> None:
     @server.list_prompts()
     async def list_prompts() -> list[types.Prompt]:
-        return [
-            types.Prompt(
-                name=catalog.PROMPT_NAME,
-                title="Use the team's memory",
-                description="How to use Mnemosyne's memory tools well, optionally for a task.",
-                arguments=[
-                    types.PromptArgument(
-                        name="task", description="What you are about to do", required=False
-                    )
-                ],
-            )
-        ]
+        return [USE_MEMORY]
 
     @server.get_prompt()
     async def get_prompt(name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
@@ -179,6 +184,16 @@ def build_server() -> Server[Any, Any]:
             ],
         )
 
+
+def build_server() -> Server[Any, Any]:
+    """The SDK's server with Mnemosyne's tools, resources and prompt."""
+    server: Server[Any, Any] = Server(
+        catalog.SERVER_NAME, version=_version(), instructions=catalog.INSTRUCTIONS
+    )
+    in_request = _in_request(server)
+    _serve_tools(server, in_request)
+    _serve_resources(server, in_request)
+    _serve_prompt(server, in_request)
     return server
 
 

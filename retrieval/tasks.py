@@ -11,17 +11,11 @@ from django.core.cache import cache
 from retrieval.indexes import tenant_indexes_sync
 from retrieval.latency import recall_latency_add
 from retrieval.stats import corpus_stats_refresh
-from tenants.jobs import TRANSIENT, tenant_task
+from tenants.jobs import retrying_task, tenant_task
 from tenants.models import Tenant
 
 
-@shared_task(
-    name="retrieval.tasks.retrieval_refresh_corpus_stats",
-    ignore_result=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=True,
-    max_retries=5,
-)
+@retrying_task("retrieval.tasks.retrieval_refresh_corpus_stats")
 def retrieval_refresh_corpus_stats(tenant_id: int) -> int:
     """Recompute a large tenant's full-text statistics. Returns the number of active facts."""
     try:
@@ -36,13 +30,7 @@ def _corpus_stats_refresh(tenant: Tenant) -> int:
     return corpus.documents if corpus else 0
 
 
-@shared_task(
-    name="retrieval.tasks.retrieval_store_latencies",
-    ignore_result=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=True,
-    max_retries=5,
-)
+@retrying_task("retrieval.tasks.retrieval_store_latencies")
 def retrieval_store_latencies(
     rows: list[tuple[int, str, list[int]]], batch: str | None = None
 ) -> int:

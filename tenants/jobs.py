@@ -8,6 +8,9 @@
 - `tenant_task` is the preamble of every task that works for one tenant: it loads the tenant
   from the id in the message and, for a task whose work is one transaction, opens its scope.
   A tenant deleted since the message was sent leaves nothing to do: the task returns 0.
+- `retrying_task(name)` registers a task that retries the TRANSIENT errors with backoff and a
+  cap (the one retry policy of every task that works for a tenant); `sweep_task(name)` one of
+  beat's sweeps, which beat sends again at its next tick instead of retrying.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import inspect
 import threading
 import time
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec
+from typing import Any, Concatenate, ParamSpec
 
-from celery import current_app
+from celery import current_app, shared_task
 from django.db import InterfaceError, OperationalError
 
 from tenants.models import Tenant
@@ -75,6 +78,26 @@ def job_send_coalesced(name: str, tenant_id: int, *, window: float = COALESCE_WI
             free_at += window
         _coalesced[(name, tenant_id)] = (free_at, delayed_due)
     job_send(name, tenant_id, countdown=countdown)
+
+
+def retrying_task(
+    name: str, *, max_retries: int = 5, backoff: int | bool = True, backoff_max: int = 600
+) -> Callable[[Callable[..., Any]], Any]:
+    """A Celery task named `name` that retries only TRANSIENT errors, with exponential backoff
+    (from `backoff` seconds, at most `backoff_max`) and at most `max_retries` times."""
+    return shared_task(
+        name=name,
+        ignore_result=True,
+        autoretry_for=TRANSIENT,
+        retry_backoff=backoff,
+        retry_backoff_max=backoff_max,
+        max_retries=max_retries,
+    )
+
+
+def sweep_task(name: str) -> Callable[[Callable[..., Any]], Any]:
+    """One of beat's sweeps: no retry (the next tick sends it again), no result kept."""
+    return shared_task(name=name, ignore_result=True)
 
 
 def tenant_task(

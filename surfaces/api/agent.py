@@ -154,7 +154,7 @@ PROFILE_FILES = {
 MAX_PROFILE_FILE_BYTES = 256 * 1024 * 1024
 
 
-class ProfileImportIn(serializers.Serializer):
+class ProfileImportIn(StrictSerializer):
     memory_store = serializers.FileField(
         required=False, help_text="the holographic provider's memory_store.db (SQLite)"
     )

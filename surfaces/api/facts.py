@@ -6,7 +6,6 @@ from typing import Any
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -30,6 +29,7 @@ from facts.selectors.audit import AUDIT_SOURCES, audit_actions, audit_event_iter
 from facts.selectors.entities import dictionary_entries, entity_fact_list, entity_get, entity_list
 from facts.selectors.facts import fact_entities, fact_get, fact_history, fact_list
 from facts.selectors.paging import MAX_PAGE
+from surfaces.base.downloads import bundle_download, download
 from surfaces.base.parsers import JSONLinesParser, JSONLParser, TarParser
 from surfaces.base.strict import StrictSerializer, validated
 from surfaces.base.viewsets import Need, TenantViewSet, page
@@ -633,23 +633,14 @@ class BundleViewSet(TenantViewSet):
         tags=["bundles"],
     )
     def export(self, request: Request, tenant: str | None = None) -> StreamingHttpResponse:
-        import tempfile
-        from pathlib import Path
-
-        from facts.transfer import bundle_tar_stream, tenant_export
 
         query = validated(BundleExportQuery, request.query_params)
-        folder = Path(tempfile.mkdtemp(prefix="mnemosyne-export-"))
-        stem = folder / "bundle"
-        tenant_export(tenant=self.tenant, out=stem, actor=self.actor,
-                      scope=query.get("scope"), since=query.get("since"))  # fmt: skip
-        response = StreamingHttpResponse(
-            bundle_tar_stream(stem, cleanup=folder), content_type="application/x-tar"
+        return bundle_download(
+            tenant=self.tenant,
+            actor=self.actor,
+            scope=query.get("scope"),
+            since=query.get("since"),
         )
-        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-        name = f"mnemosyne-{self.tenant.slug}-{stamp}.bundle.tar"
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        return response
 
     @extend_schema(
         summary="Import a bundle (admins)",
@@ -756,20 +747,20 @@ class EntityViewSet(TenantViewSet):
 # -- entity curation, the graph, the dictionary ------------------------------------------------
 
 
-class EntityUpdateIn(serializers.Serializer):
+class EntityUpdateIn(StrictSerializer):
     name = serializers.CharField(required=False, max_length=200, help_text="the new name")
     type = serializers.ChoiceField(choices=EntityType.choices, required=False)
 
 
-class AliasIn(serializers.Serializer):
+class AliasIn(StrictSerializer):
     alias = serializers.CharField(max_length=200)
 
 
-class AliasQuery(serializers.Serializer):
+class AliasQuery(StrictSerializer):
     alias = serializers.CharField(max_length=200, help_text="the alias to remove")
 
 
-class MergeIn(serializers.Serializer):
+class MergeIn(StrictSerializer):
     other_id = serializers.IntegerField(
         min_value=1, max_value=MAX_ID, help_text="the entity merged into this one (deleted)"
     )
@@ -781,7 +772,7 @@ class MergeOut(serializers.Serializer):
     relinked_facts = serializers.IntegerField()
 
 
-class SplitIn(serializers.Serializer):
+class SplitIn(StrictSerializer):
     alias = serializers.CharField(max_length=200, help_text="the alias that becomes an entity")
     type = serializers.ChoiceField(
         choices=EntityType.choices, required=False, help_text="default: the entity's type"
@@ -819,12 +810,12 @@ class GraphPageOut(serializers.Serializer):
     results = GraphHitOut(many=True)
 
 
-class RelatedQuery(serializers.Serializer):
+class RelatedQuery(StrictSerializer):
     hops = serializers.ChoiceField(choices=list(inputs.GRAPH_HOPS), default=2)
     limit = serializers.IntegerField(default=10, min_value=1, max_value=inputs.MAX_GRAPH_LIMIT)
 
 
-class ReasonQuery(serializers.Serializer):
+class ReasonQuery(StrictSerializer):
     name = serializers.ListField(
         child=serializers.CharField(max_length=inputs.MAX_ENTITY_NAME_CHARS), min_length=1,
         max_length=inputs.MAX_GRAPH_NAMES,
@@ -840,12 +831,12 @@ class DictionaryEntryOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class DictionaryIn(serializers.Serializer):
+class DictionaryIn(StrictSerializer):
     term = serializers.CharField(max_length=100, help_text="a project, product or person's name")
     type = serializers.ChoiceField(choices=EntityType.choices, default=EntityType.OTHER)
 
 
-class DictionaryQuery(serializers.Serializer):
+class DictionaryQuery(StrictSerializer):
     term = serializers.CharField(max_length=100)
 
 
@@ -1167,14 +1158,14 @@ class ConflictPageOut(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-class ConflictListQuery(serializers.Serializer):
+class ConflictListQuery(StrictSerializer):
     status = serializers.ChoiceField(choices=[*ConflictStatus.values, _ALL], default="open")
     fact_id = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
     cursor = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
 
 
-class ConflictResolveIn(serializers.Serializer):
+class ConflictResolveIn(StrictSerializer):
     decision = serializers.ChoiceField(
         choices=ConflictResolution.values,
         help_text="keep_both: both stay; supersede: the older leaves recall (its history "
@@ -1314,11 +1305,7 @@ class AuditViewSet(TenantViewSet):
         )
         events = audit_event_iter(tenant=self.tenant, **filters)
         rows = audit_csv_rows(events) if fmt == "csv" else audit_jsonl_rows(events)
-        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-        response = StreamingHttpResponse(
-            rows,
-            content_type="text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson",
+        content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson"
+        return download(
+            rows, tenant=self.tenant, what="audit", extension=fmt, content_type=content_type
         )
-        name = f"mnemosyne-{self.tenant.slug}-audit-{stamp}.{fmt}"
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        return response

@@ -42,10 +42,8 @@ from surfaces.base import converters as _converters  # noqa: F401 - registers id
 from surfaces.base import schema as _schema  # noqa: F401 - registers the API-key scheme
 
 
-def _tenant_routes() -> list[URLPattern]:
-    """Everything that happens inside one tenant."""
-    curate = EntityCurationViewSet.as_view
-    dictionary = DictionaryViewSet.as_view
+def _fact_routes() -> list[URLPattern]:
+    """Facts, their import and bundles."""
     fact = FactViewSet.as_view
     return [
         path("facts", fact({"get": "list", "post": "create"}), name="facts"),
@@ -61,8 +59,14 @@ def _tenant_routes() -> list[URLPattern]:
         path("facts/<id:fact_id>/history", fact({"get": "history"}), name="fact-history"),
         path("facts/<id:fact_id>/restore", fact({"post": "restore"}), name="fact-restore"),
         path("facts/<id:fact_id>/purge", fact({"post": "purge"}), name="fact-purge"),
-        path("recall", RecallViewSet.as_view({"post": "create"}), name="recall"),
-        path("context", ContextViewSet.as_view({"post": "create"}), name="context"),
+    ]
+
+
+def _entity_routes() -> list[URLPattern]:
+    """Entities: the graph, curation and the dictionary."""
+    curate = EntityCurationViewSet.as_view
+    dictionary = DictionaryViewSet.as_view
+    return [
         path("entities", EntityViewSet.as_view({"get": "list"}), name="entities"),
         path(
             "entities/<id:entity_id>",
@@ -94,17 +98,12 @@ def _tenant_routes() -> list[URLPattern]:
             dictionary({"get": "relink_state", "post": "relink"}),
             name="entity-relink",
         ),
-        path("conflicts", ConflictViewSet.as_view({"get": "list"}), name="conflicts"),
-        path(
-            "conflicts/<id:conflict_id>",
-            ConflictViewSet.as_view({"get": "retrieve"}),
-            name="conflict",
-        ),
-        path(
-            "conflicts/<id:conflict_id>/resolve",
-            ConflictViewSet.as_view({"post": "resolve"}),
-            name="conflict-resolve",
-        ),
+    ]
+
+
+def _people_routes() -> list[URLPattern]:
+    """The tenant's members and API keys."""
+    return [
         path("members", MemberViewSet.as_view({"get": "list", "post": "create"}), name="members"),
         path(
             "members/<username:username>",
@@ -124,6 +123,23 @@ def _tenant_routes() -> list[URLPattern]:
             ApiKeyViewSet.as_view({"post": "rotate"}),
             name="api-key-rotate",
         ),
+    ]
+
+
+def _lifecycle_routes() -> list[URLPattern]:
+    """Conflicts, retention and the audit log."""
+    return [
+        path("conflicts", ConflictViewSet.as_view({"get": "list"}), name="conflicts"),
+        path(
+            "conflicts/<id:conflict_id>",
+            ConflictViewSet.as_view({"get": "retrieve"}),
+            name="conflict",
+        ),
+        path(
+            "conflicts/<id:conflict_id>/resolve",
+            ConflictViewSet.as_view({"post": "resolve"}),
+            name="conflict-resolve",
+        ),
         path(
             "retention",
             RetentionViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
@@ -138,6 +154,21 @@ def _tenant_routes() -> list[URLPattern]:
         ),
         path("audit", AuditViewSet.as_view({"get": "list"}), name="audit"),
         path("audit/export", AuditViewSet.as_view({"get": "export"}), name="audit-export"),
+    ]
+
+
+def _tenant_routes() -> list[URLPattern]:
+    """Everything that happens inside one tenant."""
+    recall = [
+        path("recall", RecallViewSet.as_view({"post": "create"}), name="recall"),
+        path("context", ContextViewSet.as_view({"post": "create"}), name="context"),
+    ]
+    return [
+        *_fact_routes(),
+        *recall,
+        *_entity_routes(),
+        *_people_routes(),
+        *_lifecycle_routes(),
     ]
 
 

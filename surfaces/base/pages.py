@@ -18,7 +18,6 @@ only through `self.access`. Lookups that miss inside the tenant (`tenants.errors
 
 from __future__ import annotations
 
-import enum
 import pkgutil
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -36,45 +35,20 @@ from django.utils.functional import Promise
 from django.views import View
 
 from operations.replica import replica_configured, replica_note_write, replica_reads
+from surfaces.base.access import Access, Need, person_access
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
-from tenants.selectors import membership_role, tenant_get, tenants_for_user
+from tenants.selectors import tenants_for_user
 
 
-class Need(enum.Enum):
-    READ = "read"
-    WRITE = "write"
-
-
-@dataclass(frozen=True)
-class PageAccess:
-    """The tenant a page runs for and the signed-in person's rights there."""
-
-    tenant: Tenant
-    user: AbstractBaseUser
-    role: str  # admin | auditor
-
-    @property
-    def can_write(self) -> bool:
-        return self.role == "admin"
-
-    @property
-    def actor(self) -> Actor:
-        return Actor.user(self.user)
-
-
-def page_access(*, user: AbstractBaseUser, slug: str) -> PageAccess:
+def page_access(*, user: AbstractBaseUser, slug: str) -> Access:
     """The person's access to the tenant named `slug`; Http404 when it is not theirs."""
     try:
-        tenant = tenant_get(slug=slug)
+        return person_access(user=user, slug=slug)
     except NotFound:
-        raise Http404("no such tenant") from None
-    role = membership_role(tenant=tenant, user=user)
-    if role is None:
-        raise Http404("no such tenant")  # the same answer as for a tenant that does not exist
-    return PageAccess(tenant=tenant, user=user, role=role)
+        raise Http404("no such tenant") from None  # as for a tenant that does not exist
 
 
 _PROTECTED = frozenset({"dispatch", "setup", "access", "tenant", "actor", "needed", "render"})
@@ -90,7 +64,7 @@ class TenantPage(View):
     # that writes while it reads (an export records itself in the audit log).
     reads_replica = True
     http_method_names = ["get", "post", "head"]
-    _access: PageAccess | None = None
+    _access: Access | None = None
     _user_tenants: list[tuple[Tenant, str]] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -109,7 +83,7 @@ class TenantPage(View):
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
         access = page_access(user=request.user, slug=kwargs.pop("tenant"))
-        if self.needed(request) is Need.WRITE and not access.can_write:
+        if not access.may(self.needed(request)):
             raise PermissionDenied("this role reads only")
         self._access = access
         self._user_tenants = tenants_for_user(user=request.user)
@@ -141,7 +115,7 @@ class TenantPage(View):
             )
 
     @property
-    def access(self) -> PageAccess:
+    def access(self) -> Access:
         if self._access is None:  # a handler ran without dispatch(): refuse, never guess
             raise PermissionDenied("no tenant resolved for this request")
         return self._access

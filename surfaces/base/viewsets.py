@@ -9,9 +9,7 @@ through `self.access`, and every read goes through a tenant-first selector. "Not
 
 from __future__ import annotations
 
-import enum
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -22,33 +20,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from operations.replica import replica_note_write, replica_reads
+from surfaces.base.access import Access, Need, key_access, person_access
 from surfaces.base.parsers import FirstRenderer
 from surfaces.base.terms import term
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import ApiKey, Tenant
-from tenants.selectors import membership_role, tenant_get
-
-
-class Need(enum.Enum):
-    READ = "read"
-    WRITE = "write"
-    MANAGE = "manage"  # tenant administration: a signed-in admin, never an API key
-    PEOPLE = "people"  # who the members are and which keys exist: people only, never a key
-    WHOLE_TENANT = "whole_tenant"  # tenant-wide reads: not for a key limited to a scope
-
-
-@dataclass(frozen=True)
-class Access:
-    tenant: Tenant
-    actor: Actor
-    rights: frozenset[str]
-    role: str | None  # a person's role; None for an API key
-    key: ApiKey | None = None
-
-    @property
-    def is_key(self) -> bool:
-        return self.key is not None
 
 
 def _refusal(access: Access, need: Need) -> str:
@@ -76,24 +53,12 @@ def resolve_access(request: Request, slug: str | None) -> Access:
     if key is not None:
         if slug is not None and slug != key.tenant.slug:
             raise NotFound("tenant", slug)
-        rights = {scope for scope in key.scopes if scope in ("read", "write")}
-        if not key.scope_prefix:
-            rights.add("whole_tenant")
-        return Access(key.tenant, Actor.api_key(key), frozenset(rights), None, key)
+        return key_access(key)
     if slug is None:
         raise InvalidInput(
             "tenant", _("signed in as a person, name the tenant: /api/v1/tenants/<slug>/...")
         )
-    tenant = tenant_get(slug=slug)
-    role = membership_role(tenant=tenant, user=request.user)
-    if role is None:
-        raise NotFound("tenant", slug)
-    rights = frozenset(
-        {"read", "write", "manage", "people", "whole_tenant"}
-        if role == "admin"
-        else {"read", "people", "whole_tenant"}
-    )
-    return Access(tenant, Actor.user(request.user), rights, role)
+    return person_access(user=request.user, slug=slug)
 
 
 class PayloadTooLarge(exceptions.APIException):

@@ -6,10 +6,9 @@ import re
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
-from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -33,6 +32,7 @@ from facts.selectors.facts import (
 from retrieval.inputs import recall_query
 from retrieval.search import recall_search
 from surfaces.base.charts import neighbourhood_svg
+from surfaces.base.downloads import bundle_download, download
 from surfaces.base.forms import apply_errors, query_form
 from surfaces.base.pages import Need, TenantPage, WriteAction, tenant_page
 from surfaces.pages.fact_forms import (
@@ -160,13 +160,13 @@ class FactExportPage(TenantPage):
             filters={k: str(v) for k, v in filters.items() if v is not None},
         )
         rows, content_type, extension = _EXPORTS[chosen]
-        response = StreamingHttpResponse(
-            rows(fact_iter(tenant=self.tenant, **filters)), content_type=content_type
+        return download(
+            rows(fact_iter(tenant=self.tenant, **filters)),
+            tenant=self.tenant,
+            what="facts",
+            extension=extension,
+            content_type=content_type,
         )
-        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-        name = f"mnemosyne-{self.tenant.slug}-facts-{stamp}.{extension}"
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        return response
 
 
 @tenant_page("facts/export-bundle", name="facts_export_bundle", section="facts")
@@ -174,20 +174,7 @@ class FactBundleExportPage(TenantPage):
     """The whole tenant as a bundle (a tar of its three files), audited."""
 
     def get(self, request: HttpRequest) -> HttpResponseBase:
-        import tempfile
-        from pathlib import Path
-
-        from facts.transfer import bundle_tar_stream, tenant_export
-
-        folder = Path(tempfile.mkdtemp(prefix="mnemosyne-export-"))
-        tenant_export(tenant=self.tenant, out=folder / "bundle", actor=self.actor)
-        response = StreamingHttpResponse(
-            bundle_tar_stream(folder / "bundle", cleanup=folder), content_type="application/x-tar"
-        )
-        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-        name = f"mnemosyne-{self.tenant.slug}-{stamp}.bundle.tar"
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        return response
+        return bundle_download(tenant=self.tenant, actor=self.actor)
 
 
 @tenant_page("facts/import-bundle", name="facts_import_bundle", section="facts")
@@ -549,13 +536,13 @@ class AuditExportPage(TenantPage):
             filters={k: str(v) for k, v in filters.items() if v is not None},
         )
         events = audit_event_iter(tenant=self.tenant, **filters)
-        response = StreamingHttpResponse(
-            audit_csv_rows(events), content_type="text/csv; charset=utf-8"
+        return download(
+            audit_csv_rows(events),
+            tenant=self.tenant,
+            what="audit",
+            extension="csv",
+            content_type="text/csv; charset=utf-8",
         )
-        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-        name = f"mnemosyne-{self.tenant.slug}-audit-{stamp}.csv"
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        return response
 
 
 # -- entity curation, the graph, the dictionary ---------------------------------------------------
