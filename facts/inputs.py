@@ -39,6 +39,7 @@ MAX_BULK = 200
 MAX_PURGE_REASON_CHARS = 500
 MAX_TERM_CHARS = 100
 MAX_NOTE_CHARS = 1000
+MAX_ACTOR_CHARS = 200  # an audit filter by author: user:3, apikey:7, job:retention
 DECISIONS: tuple[str, ...] = tuple(ConflictResolution.values)
 CATEGORIES: list[str] = list(Category.values)
 KINDS: list[str] = list(Kind.values)

@@ -12,6 +12,7 @@ from facts.inputs import MAX_ID
 from tenants.errors import InvalidInput
 
 MAX_PAGE = 200
+MAX_CURSOR_CHARS = 500  # a cursor as the API hands it out, with room to spare
 
 
 def page_limit(limit: Any) -> int:

@@ -27,6 +27,7 @@ from rest_framework.response import Response
 from agenttools import hermes as agent_tools
 from agenttools import writes as agent_writes
 from agenttools.core import Binding, Refused
+from facts import inputs as fact_inputs
 from facts.importers import hermes_profile_import
 from facts.inputs import clean_scope
 from facts.selectors.facts import fact_count
@@ -37,28 +38,38 @@ from surfaces.base.errors import error_body
 from surfaces.base.strict import StrictSerializer
 from surfaces.base.viewsets import Need, TenantViewSet
 from tenants.errors import InvalidInput
+from tenants.inputs import SETTING_BOUNDS
 
 MAX_BATCH = 100
 _TAGS = ["agent"]
 
 
+def _setting(name: str) -> serializers.Field:
+    """A tenant setting a profile may override, in the range the tenant's settings allow."""
+    low, high, whole = SETTING_BOUNDS[name]
+    field = serializers.IntegerField if whole else serializers.FloatField
+    return field(required=False, min_value=low, max_value=high)
+
+
 class ProfileSettingsIn(StrictSerializer):
     """The profile's view of the tenant's recall settings (config.yaml); never saved."""
 
-    token_budget = serializers.IntegerField(required=False, min_value=100, max_value=32000)
-    min_trust = serializers.FloatField(required=False, min_value=0, max_value=1)
-    half_life_days = serializers.FloatField(required=False, min_value=0, max_value=36500)
-    weight_fts = serializers.FloatField(required=False, min_value=0, max_value=100)
-    weight_vec = serializers.FloatField(required=False, min_value=0, max_value=100)
-    weight_entity = serializers.FloatField(required=False, min_value=0, max_value=100)
+    token_budget = _setting("token_budget")
+    min_trust = _setting("min_trust")
+    half_life_days = _setting("half_life_days")
+    weight_fts = _setting("weight_fts")
+    weight_vec = _setting("weight_vec")
+    weight_entity = _setting("weight_entity")
 
 
 class ProfileIn(StrictSerializer):
     scope = serializers.CharField(
-        required=False, allow_blank=True, max_length=255,
+        required=False, allow_blank=True, max_length=fact_inputs.MAX_SCOPE_CHARS,
         help_text="the profile's scope (inside the key's scope limit); empty: the key's",
     )  # fmt: skip
-    session_id = serializers.CharField(required=False, allow_blank=True, max_length=128)
+    session_id = serializers.CharField(
+        required=False, allow_blank=True, max_length=fact_inputs.MAX_SESSION_ID_CHARS
+    )
     settings = ProfileSettingsIn(required=False)
 
 

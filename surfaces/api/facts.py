@@ -28,7 +28,7 @@ from facts.models import (
 from facts.selectors.audit import AUDIT_SOURCES, audit_actions, audit_event_iter, audit_event_list
 from facts.selectors.entities import dictionary_entries, entity_fact_list, entity_get, entity_list
 from facts.selectors.facts import fact_entities, fact_get, fact_history, fact_list
-from facts.selectors.paging import MAX_PAGE
+from facts.selectors.paging import MAX_CURSOR_CHARS, MAX_PAGE
 from surfaces.base.downloads import bundle_download, download
 from surfaces.base.parsers import JSONLinesParser, JSONLParser, TarParser
 from surfaces.base.strict import StrictSerializer, validated
@@ -102,7 +102,9 @@ class FactPageOut(serializers.Serializer):
 
 class FactListQuery(StrictSerializer):
     scope = serializers.CharField(
-        required=False, max_length=255, help_text="this scope and everything under it"
+        required=False,
+        max_length=inputs.MAX_SCOPE_CHARS,
+        help_text="this scope and everything under it",
     )
     kind = serializers.ChoiceField(choices=Kind.choices, required=False)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
@@ -114,7 +116,7 @@ class FactListQuery(StrictSerializer):
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
-    cursor = serializers.CharField(required=False, max_length=500)
+    cursor = serializers.CharField(required=False, max_length=MAX_CURSOR_CHARS)
     order = serializers.ChoiceField(
         choices=list(inputs.FACT_ORDERS.items()),
         default="newest",
@@ -124,25 +126,31 @@ class FactListQuery(StrictSerializer):
 class PageQuery(StrictSerializer):
     status = serializers.ChoiceField(choices=STATUS_FILTER, default=Status.ACTIVE)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
-    cursor = serializers.CharField(required=False, max_length=500)
+    cursor = serializers.CharField(required=False, max_length=MAX_CURSOR_CHARS)
 
 
 class FactCreateIn(StrictSerializer):
     content = serializers.CharField(max_length=inputs.MAX_CONTENT_CHARS, trim_whitespace=True)
     kind = serializers.ChoiceField(choices=Kind.choices, default=Kind.FACT)
-    scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    scope = serializers.CharField(
+        required=False, allow_blank=True, max_length=inputs.MAX_SCOPE_CHARS
+    )
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     tags = serializers.ListField(
         child=serializers.CharField(max_length=inputs.MAX_TAG_CHARS),
         required=False,
         max_length=inputs.MAX_TAGS,
     )
-    session_id = serializers.CharField(required=False, allow_blank=True, max_length=128)
+    session_id = serializers.CharField(
+        required=False, allow_blank=True, max_length=inputs.MAX_SESSION_ID_CHARS
+    )
     position = serializers.IntegerField(
-        required=False, allow_null=True, min_value=0, max_value=2**31 - 1,
+        required=False, allow_null=True, min_value=0, max_value=inputs.MAX_POSITION,
         help_text="a turn's place in its session; omitted: after the last one",
     )  # fmt: skip
-    speaker = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    speaker = serializers.CharField(
+        required=False, allow_blank=True, max_length=inputs.MAX_SPEAKER_CHARS
+    )
     metadata = serializers.DictField(child=serializers.JSONField(), required=False)
     trust = serializers.FloatField(
         required=False, allow_null=True, min_value=0, max_value=1,
@@ -176,7 +184,9 @@ class FactUpdateIn(StrictSerializer):
         required=False,
         max_length=inputs.MAX_TAGS,
     )
-    scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    scope = serializers.CharField(
+        required=False, allow_blank=True, max_length=inputs.MAX_SCOPE_CHARS
+    )
     trust_delta = serializers.FloatField(
         required=False, min_value=-1, max_value=1, help_text="added to trust, clamped to [0, 1]"
     )
@@ -199,7 +209,9 @@ class FeedbackOut(serializers.Serializer):
 
 
 class PurgeIn(StrictSerializer):
-    reason = serializers.CharField(max_length=500, help_text="kept in the audit trail")
+    reason = serializers.CharField(
+        max_length=inputs.MAX_PURGE_REASON_CHARS, help_text="kept in the audit trail"
+    )
 
 
 class PurgeOut(serializers.Serializer):
@@ -244,11 +256,13 @@ class EntityPageOut(serializers.Serializer):
 
 class EntityListQuery(StrictSerializer):
     q = serializers.CharField(
-        required=False, max_length=200, help_text="part of a name, or an alias"
+        required=False,
+        max_length=inputs.MAX_ENTITY_NAME_CHARS,
+        help_text="part of a name, or an alias",
     )
     type = serializers.ChoiceField(choices=EntityType.choices, required=False)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
-    cursor = serializers.CharField(required=False, max_length=500)
+    cursor = serializers.CharField(required=False, max_length=MAX_CURSOR_CHARS)
 
 
 class AuditOut(serializers.Serializer):
@@ -274,7 +288,9 @@ class AuditQuery(StrictSerializer):
     source = serializers.ChoiceField(choices=AUDIT_SOURCES, required=False)  # type: ignore[assignment]
     action = serializers.ChoiceField(choices=audit_actions(), required=False)
     actor = serializers.CharField(
-        required=False, max_length=200, help_text="e.g. user:3, apikey:7 or job:retention"
+        required=False,
+        max_length=inputs.MAX_ACTOR_CHARS,
+        help_text="e.g. user:3, apikey:7 or job:retention",
     )
     fact_id = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     since = serializers.DateTimeField(required=False)
@@ -283,7 +299,7 @@ class AuditQuery(StrictSerializer):
 
 class AuditListQuery(AuditQuery):
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
-    cursor = serializers.CharField(required=False, max_length=500)
+    cursor = serializers.CharField(required=False, max_length=MAX_CURSOR_CHARS)
 
 
 class AuditExportQuery(AuditQuery):
@@ -590,7 +606,9 @@ class FactImportViewSet(TenantViewSet):
 
 
 class BundleExportQuery(StrictSerializer):
-    scope = serializers.CharField(required=False, max_length=255, help_text="only this scope")
+    scope = serializers.CharField(
+        required=False, max_length=inputs.MAX_SCOPE_CHARS, help_text="only this scope"
+    )
     since = serializers.DateTimeField(required=False, help_text="only facts changed since")
 
 
@@ -748,16 +766,20 @@ class EntityViewSet(TenantViewSet):
 
 
 class EntityUpdateIn(StrictSerializer):
-    name = serializers.CharField(required=False, max_length=200, help_text="the new name")
+    name = serializers.CharField(
+        required=False, max_length=inputs.MAX_ENTITY_NAME_CHARS, help_text="the new name"
+    )
     type = serializers.ChoiceField(choices=EntityType.choices, required=False)
 
 
 class AliasIn(StrictSerializer):
-    alias = serializers.CharField(max_length=200)
+    alias = serializers.CharField(max_length=inputs.MAX_ENTITY_NAME_CHARS)
 
 
 class AliasQuery(StrictSerializer):
-    alias = serializers.CharField(max_length=200, help_text="the alias to remove")
+    alias = serializers.CharField(
+        max_length=inputs.MAX_ENTITY_NAME_CHARS, help_text="the alias to remove"
+    )
 
 
 class MergeIn(StrictSerializer):
@@ -773,7 +795,9 @@ class MergeOut(serializers.Serializer):
 
 
 class SplitIn(StrictSerializer):
-    alias = serializers.CharField(max_length=200, help_text="the alias that becomes an entity")
+    alias = serializers.CharField(
+        max_length=inputs.MAX_ENTITY_NAME_CHARS, help_text="the alias that becomes an entity"
+    )
     type = serializers.ChoiceField(
         choices=EntityType.choices, required=False, help_text="default: the entity's type"
     )
@@ -832,12 +856,14 @@ class DictionaryEntryOut(serializers.Serializer):
 
 
 class DictionaryIn(StrictSerializer):
-    term = serializers.CharField(max_length=100, help_text="a project, product or person's name")
+    term = serializers.CharField(
+        max_length=inputs.MAX_TERM_CHARS, help_text="a project, product or person's name"
+    )
     type = serializers.ChoiceField(choices=EntityType.choices, default=EntityType.OTHER)
 
 
 class DictionaryQuery(StrictSerializer):
-    term = serializers.CharField(max_length=100)
+    term = serializers.CharField(max_length=inputs.MAX_TERM_CHARS)
 
 
 class RelinkJobOut(serializers.Serializer):
@@ -1171,7 +1197,7 @@ class ConflictResolveIn(StrictSerializer):
         help_text="keep_both: both stay; supersede: the older leaves recall (its history "
         "stays, its trust drops by 0.2); dismiss: not a conflict",
     )
-    note = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=inputs.MAX_NOTE_CHARS)
 
 
 class ConflictViewSet(TenantViewSet):

@@ -7,6 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentspec.limits import MAX_BUDGET, MIN_BUDGET
 from facts.models import Category, Kind
 from retrieval.context import context_cached, retrievals_record
 from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query
@@ -72,7 +73,7 @@ class ContextIn(StrictSerializer):
     )
     important = serializers.BooleanField(default=True, help_text="include the key facts level")
     budget = serializers.IntegerField(
-        required=False, allow_null=True, min_value=50, max_value=32000,
+        required=False, allow_null=True, min_value=MIN_BUDGET, max_value=MAX_BUDGET,
         help_text="tokens; omitted: the tenant's token_budget",
     )  # fmt: skip
 
