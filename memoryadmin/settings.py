@@ -276,6 +276,8 @@ SPECTACULAR_SETTINGS = {
     # The sidecar's Redoc, served by surfaces.api.urls.redoc_script without its CDN logo.
     "REDOC_DIST": "/api/schema/redoc-dist",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Our base classes' docstrings describe the base, not each input: not inherited.
+    "GET_LIB_DOC_EXCLUDES": "surfaces.base.schema.doc_excludes",
     "ENUM_NAME_OVERRIDES": {
         "FactStatusEnum": "facts.models.Status",
         "FactStatusFilterEnum": "surfaces.api.facts.STATUS_FILTER",

@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 import surfaces.api
 from surfaces.base.strict import StrictSerializer
-from tests.api_fixtures import bearer
+from tests.api_fixtures import bearer, signed_in
 
 # Where a view names the serializer its input is read with.
 _USES = re.compile(r"(?:validated\(|request=\{?[^,()]*?|parameters=\[|_read\()\s*([A-Z]\w+)")
@@ -49,11 +49,14 @@ def test_every_input_serializer_by_name_is_strict() -> None:
 
 
 @pytest.mark.django_db
-def test_an_unknown_field_or_parameter_of_the_serializers_made_strict_is_named(world) -> None:
-    agent = bearer(world.tokens["write"])
-    listed = agent.get("/api/v1/conflicts", {"colour": "red"})
+def test_an_unknown_field_or_parameter_of_the_serializers_made_strict_is_named(
+    world, owner
+) -> None:
+    listed = bearer(world.tokens["write"]).get("/api/v1/conflicts", {"colour": "red"})
     assert listed.status_code == 400 and "colour" in listed.content.decode()
-    added = agent.post(
-        "/api/v1/entities/dictionary", {"term": "Kubernetes", "colour": "red"}, format="json"
+    added = signed_in(owner).post(
+        "/api/v1/tenants/acme/entities/dictionary",
+        {"term": "Kubernetes", "colour": "red"},
+        format="json",
     )
     assert added.status_code == 400 and "colour" in added.content.decode()

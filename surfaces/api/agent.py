@@ -46,7 +46,9 @@ _TAGS = ["agent"]
 
 def _setting(name: str) -> serializers.Field:
     """A tenant setting a profile may override, in the range the tenant's settings allow."""
-    low, high, whole = SETTING_BOUNDS[name]
+    low, high, whole = (
+        int(bound) if float(bound).is_integer() else bound for bound in SETTING_BOUNDS[name]
+    )
     field = serializers.IntegerField if whole else serializers.FloatField
     return field(required=False, min_value=low, max_value=high)
 
@@ -166,6 +168,8 @@ MAX_PROFILE_FILE_BYTES = 256 * 1024 * 1024
 
 
 class ProfileImportIn(StrictSerializer):
+    """A Hermes profile's memories to import (at least one of the files)."""
+
     memory_store = serializers.FileField(
         required=False, help_text="the holographic provider's memory_store.db (SQLite)"
     )

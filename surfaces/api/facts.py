@@ -766,6 +766,8 @@ class EntityViewSet(TenantViewSet):
 
 
 class EntityUpdateIn(StrictSerializer):
+    """A new name or type for an entity."""
+
     name = serializers.CharField(
         required=False, max_length=inputs.MAX_ENTITY_NAME_CHARS, help_text="the new name"
     )
@@ -773,16 +775,22 @@ class EntityUpdateIn(StrictSerializer):
 
 
 class AliasIn(StrictSerializer):
+    """An alias to add to an entity."""
+
     alias = serializers.CharField(max_length=inputs.MAX_ENTITY_NAME_CHARS)
 
 
 class AliasQuery(StrictSerializer):
+    """The alias to remove."""
+
     alias = serializers.CharField(
         max_length=inputs.MAX_ENTITY_NAME_CHARS, help_text="the alias to remove"
     )
 
 
 class MergeIn(StrictSerializer):
+    """The entity to merge into this one."""
+
     other_id = serializers.IntegerField(
         min_value=1, max_value=MAX_ID, help_text="the entity merged into this one (deleted)"
     )
@@ -795,6 +803,8 @@ class MergeOut(serializers.Serializer):
 
 
 class SplitIn(StrictSerializer):
+    """The alias that becomes an entity of its own."""
+
     alias = serializers.CharField(
         max_length=inputs.MAX_ENTITY_NAME_CHARS, help_text="the alias that becomes an entity"
     )
@@ -835,11 +845,15 @@ class GraphPageOut(serializers.Serializer):
 
 
 class RelatedQuery(StrictSerializer):
+    """How far to walk from the entity, and how many facts to return."""
+
     hops = serializers.ChoiceField(choices=list(inputs.GRAPH_HOPS), default=2)
     limit = serializers.IntegerField(default=10, min_value=1, max_value=inputs.MAX_GRAPH_LIMIT)
 
 
 class ReasonQuery(StrictSerializer):
+    """The entities the facts must connect."""
+
     name = serializers.ListField(
         child=serializers.CharField(max_length=inputs.MAX_ENTITY_NAME_CHARS), min_length=1,
         max_length=inputs.MAX_GRAPH_NAMES,
@@ -856,6 +870,8 @@ class DictionaryEntryOut(serializers.Serializer):
 
 
 class DictionaryIn(StrictSerializer):
+    """A term of the tenant's dictionary."""
+
     term = serializers.CharField(
         max_length=inputs.MAX_TERM_CHARS, help_text="a project, product or person's name"
     )
@@ -863,6 +879,8 @@ class DictionaryIn(StrictSerializer):
 
 
 class DictionaryQuery(StrictSerializer):
+    """The term to remove from the dictionary."""
+
     term = serializers.CharField(max_length=inputs.MAX_TERM_CHARS)
 
 
@@ -1185,6 +1203,8 @@ class ConflictPageOut(serializers.Serializer):
 
 
 class ConflictListQuery(StrictSerializer):
+    """Which conflicts to list."""
+
     status = serializers.ChoiceField(choices=[*ConflictStatus.values, _ALL], default="open")
     fact_id = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=MAX_PAGE)
@@ -1192,6 +1212,8 @@ class ConflictListQuery(StrictSerializer):
 
 
 class ConflictResolveIn(StrictSerializer):
+    """How a conflict is resolved."""
+
     decision = serializers.ChoiceField(
         choices=ConflictResolution.values,
         help_text="keep_both: both stay; supersede: the older leaves recall (its history "

@@ -138,3 +138,14 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
                     },
                 )
     return result
+
+
+def doc_excludes() -> list[type]:
+    """drf-spectacular's classes whose docstrings a subclass does not inherit as its own
+    description, and our own base classes (the schema describes each input, not its base)."""
+    from drf_spectacular.plumbing import get_lib_doc_excludes
+
+    from surfaces.base.strict import StrictSerializer
+    from surfaces.base.viewsets import TenantViewSet
+
+    return [*get_lib_doc_excludes(), StrictSerializer, TenantViewSet]
