@@ -22,6 +22,7 @@ import pytest
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
+from memoryadmin.web.pages import Need, registered_pages  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 from tests.test_web_browser import Session, _urls  # noqa: E402
 from tests.test_web_browser import acme as acme  # noqa: E402 - a fixture
@@ -155,7 +156,18 @@ def test_every_page_fits_a_phone_and_passes_axe(browser, live_server, acme, lang
     for name in ("keys", "members", "conflicts"):
         phone.look(f"{name}-wide", f"/t/acme/{name}/")
     phone.close()
-    assert not phone.faults, "\n".join(phone.faults)
+
+    # An auditor: the same pages without their forms (values, not fields), and a refusal.
+    auditor = Phone(browser, live_server.url, f"phone-{language}-auditor")
+    auditor.sign_in("arthur", "pw-arthur-123")
+    _choose_language(auditor, language)
+    for name, path in _read_pages(acme):
+        spec = next((s for s in registered_pages() if s.name == name), None)
+        refused = spec is not None and spec.view.need_get is Need.WRITE
+        auditor.look(name, path, status=403 if refused else 200)
+    auditor.close()
+    faults = phone.faults + [f"auditor's {fault}" for fault in auditor.faults]
+    assert not faults, "\n".join(faults)
 
 
 def _actor():

@@ -124,8 +124,10 @@
     document.querySelectorAll("table.stack").forEach(function (table) {
       var headings = [];
       table.querySelectorAll("thead th").forEach(function (th) {
+        // <th data-no-label>: a column of buttons, named for screen readers only.
+        var heading = th.hasAttribute("data-no-label") ? "" : th.textContent.trim();
         for (var n = 0; n < th.colSpan; n++) {
-          headings.push(th.textContent.trim());
+          headings.push(heading);
         }
       });
       table.querySelectorAll("tbody tr").forEach(function (row) {
