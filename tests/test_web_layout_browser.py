@@ -22,7 +22,7 @@ import pytest
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-from memoryadmin.web.pages import Need, registered_pages  # noqa: E402
+from surfaces.base.pages import Need, registered_pages  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 from tests.test_web_browser import Session, _urls  # noqa: E402
 from tests.test_web_browser import acme as acme  # noqa: E402 - a fixture
