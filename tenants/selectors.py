@@ -63,6 +63,13 @@ def membership_list(*, tenant: Tenant) -> list[Membership]:
         )
 
 
+def superuser_list() -> list[User]:
+    """The active superusers: they administer every tenant without a membership."""
+    return list(
+        get_user_model().objects.filter(is_superuser=True, is_active=True).order_by("username")
+    )
+
+
 def membership_get(*, tenant: Tenant, username: str) -> Membership:
     with tenant_scope(tenant):
         row: Membership | None = (

@@ -16,6 +16,7 @@ from facts.inputs import (
     MAX_SCOPE_CHARS,
     FactChanges,
     FactDraft,
+    clean_category,
     fact_changes,
     fact_draft,
     purge_reason,
@@ -102,7 +103,11 @@ class FactAddForm(forms.Form):
         max_length=MAX_SCOPE_CHARS,
         help_text=_("type:name segments, e.g. user:alice/project:beta; empty: the whole tenant"),
     )
-    category = forms.ChoiceField(label=_("Category"), choices=term_choices(Category.values))
+    category = forms.ChoiceField(
+        label=_("Category"),
+        choices=term_choices(Category.values),
+        initial=clean_category(None),  # the API's default: a fact given no category
+    )
     tags = forms.CharField(
         label=_("Tags"), required=False, max_length=1400, help_text=_("separated by commas")
     )

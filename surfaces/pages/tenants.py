@@ -163,12 +163,15 @@ def _members_page(
     # Staff reset their passwords elsewhere; whether a member belongs to other tenants too
     # is checked when the link is asked for (this page reads inside this tenant only).
     rows = [
-        (m, RoleForm(initial={"role": m.role}), can_write and not m.user.is_staff) for m in members
+        (m, RoleForm(initial={"role": m.role}, auto_id=False), can_write and not m.user.is_staff)
+        for m in members
     ]
     return view.render(
         "web/members.html",
         {
             "members": rows,
+            "has_member_admin": any(m.role == "admin" for m in members),
+            "superusers": selectors.superuser_list(),
             "form": form,
             "invite_form": invite_form or InviteForm(),
             "invitations": selectors.invitation_list(tenant=view.tenant) if can_write else [],
@@ -371,7 +374,7 @@ def _keys_page(view: TenantPage, form: ApiKeyForm, status: int = 200) -> HttpRes
             "keys": selectors.apikey_list(tenant=view.tenant),
             "usage": selectors.apikey_usage(tenant=view.tenant),
             "form": form,
-            "rotate_form": ApiKeyRotateForm(),
+            "rotate_form": ApiKeyRotateForm(auto_id=False),  # one per row: no shared id
             "now": timezone.now(),
         },
         status=status,
