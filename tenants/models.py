@@ -6,7 +6,8 @@ from django.db import models
 
 from tenants.managers import TenantManager
 
-# DESIGN.md's defaults; a tenant's `settings` holds only what it changed.
+# Every tenant's defaults (the docs' configuration page lists them); a tenant's `settings`
+# holds only what it changed.
 DEFAULT_TENANT_SETTINGS: dict[str, float | int] = {
     "weight_fts": 0.3,
     "weight_vec": 0.5,
