@@ -6,8 +6,7 @@ from django.db import models
 
 from tenants.managers import TenantManager
 
-# Every tenant's defaults (the docs' configuration page lists them); a tenant's `settings`
-# holds only what it changed.
+# Every tenant's defaults; a tenant's `settings` holds only what it changed.
 DEFAULT_TENANT_SETTINGS: dict[str, float | int] = {
     "weight_fts": 0.3,
     "weight_vec": 0.5,
