@@ -28,27 +28,22 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from agent.memory_provider import MemoryProvider
 
 from agentspec import hermes as schemas
-from agentspec.candidates import candidate_facts
 from hermes_provider import config as provider_config
 from hermes_provider.client import AgentClient, KeyRefused, Rejected, Unreachable
-from hermes_provider.outbox import Entry, Outbox
+from hermes_provider.outbox import Outbox
+from hermes_provider.text import fit, key_prefix
+from hermes_provider.writes import BufferedWrites
 
 logger = logging.getLogger("hermes_provider")
 
 SHUTDOWN_FLUSH_S = 10.0
 PROMPT_TIMEOUT_S = 5.0
-RETRY_MAX_S = 30.0
-BATCH = 50  # buffered writes per request, at most
-BATCH_BYTES = 512 * 1024  # and at most this much JSON (the server's limit is 1 MB)
-MAX_CONTENT_CHARS = 16_384  # what one memory holds (the server counts characters)
-_CUT = " […]"
 REVOKED = (
     "the API key in plugins.mnemosyne.api_key is unknown or revoked; create a new one in "
     "Mnemosyne's admin (API keys) and run `mnemosyne hermes install` again"
@@ -59,32 +54,6 @@ OLD_INSTALL = (
     "`mnemosyne hermes install --url http://HOST:8000 --api-key KEY`, which also removes the "
     "database URL from config.yaml"
 )
-
-
-def _fit(text: str) -> str:
-    """Text cut to what one memory holds."""
-    if len(text) <= MAX_CONTENT_CHARS:
-        return text
-    return text[: MAX_CONTENT_CHARS - len(_CUT)].rstrip() + _CUT
-
-
-def _text_of(content: Any) -> str:
-    """The text of a message's content (a string, or a list of typed parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part.get("text", "")
-            for part in content
-            if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return ""
-
-
-def _key_prefix(token: str) -> str:
-    # mnm_<prefix>_<secret>: the prefix is public and names the key without asking the server.
-    parts = token.strip().split("_", 2)
-    return parts[1] if len(parts) == 3 else ""
 
 
 def _error(message: str) -> str:
@@ -120,7 +89,7 @@ class _Background:
                 logger.debug("mnemosyne: background prefetch failed", exc_info=True)
 
 
-class MnemosyneProvider(MemoryProvider):
+class MnemosyneProvider(BufferedWrites, MemoryProvider):
     """Hermes memory provider backed by Mnemosyne (one tenant per API key)."""
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
@@ -352,7 +321,7 @@ class MnemosyneProvider(MemoryProvider):
         return self._outbox is None or self._outbox.count(key_prefix=self._prefix()) == 0
 
     def _prefix(self) -> str:
-        return _key_prefix(self._config.api_key) if self._config else ""
+        return key_prefix(self._config.api_key) if self._config else ""
 
     # -- session ------------------------------------------------------------------------------
 
@@ -495,7 +464,7 @@ class MnemosyneProvider(MemoryProvider):
         ):
             # The fact is not lost: it waits in the buffer like a turn.
             self._keep("fact", {
-                "content": _fit(args["content"].strip()),
+                "content": fit(args["content"].strip()),
                 "category": args.get("category"),
                 "tags": args.get("tags"),
                 "scope": args.get("scope") if args.get("scope") else self._default_scope(),
@@ -507,189 +476,6 @@ class MnemosyneProvider(MemoryProvider):
                 "it answers",
             })  # fmt: skip
         return _error(f"Mnemosyne is unreachable right now ({error}); try again shortly")
-
-    # -- writes through the buffer ------------------------------------------------------------
-
-    def _default_scope(self) -> str:
-        return self._config.scope if self._config else ""
-
-    def _keep(self, op: str, payload: dict[str, Any]) -> None:
-        if self._outbox is None:
-            return
-        self._outbox.put(op, payload, key_prefix=self._prefix())
-        self._wake.set()
-
-    def _writes_allowed(self) -> bool:
-        # Subagents, cron jobs and flushes have their own context; their prompts are not the
-        # team's conversation.
-        return (
-            self._outbox is not None
-            and self._context == "primary"
-            and self._state in ("ready", "offline")
-        )
-
-    def sync_turn(
-        self,
-        user_content: str,
-        assistant_content: str,
-        *,
-        session_id: str = "",
-        messages: list[dict[str, Any]] | None = None,
-    ) -> None:
-        if not self._writes_allowed():
-            return
-        user, assistant = _text_of(user_content).strip(), _text_of(assistant_content).strip()
-        if not user and not assistant:
-            return
-        self._keep("turn", {
-            "session_id": session_id or self._session_id,
-            "scope": self._default_scope(),
-            "said": [[self._user_speaker, _fit(user)], ["assistant", _fit(assistant)]],
-            "at": datetime.now().astimezone().isoformat(),
-        })  # fmt: skip
-
-    def on_delegation(
-        self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any
-    ) -> None:
-        if not self._writes_allowed() or not (task or result):
-            return
-        self._keep("turn", {
-            "session_id": self._session_id,
-            "scope": self._default_scope(),
-            "said": [["subagent", _fit(f"Delegated task: {task}\nResult: {result}")]],
-            "at": datetime.now().astimezone().isoformat(),
-            "metadata": {"child_session_id": child_session_id},
-        })  # fmt: skip
-
-    def on_memory_write(
-        self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None
-    ) -> None:
-        if not self._writes_allowed():
-            return
-        old_text = str((metadata or {}).get("old_text") or "").strip()
-        payload = {
-            "action": action,
-            "target": target,
-            "content": _fit((content or "").strip()),
-            "old_text": old_text,
-            "scope": self._default_scope(),
-        }
-        if action in ("add", "replace") and payload["content"] or action == "remove" and old_text:
-            self._keep("memory", payload)
-
-    def on_session_end(self, messages: list[dict[str, Any]]) -> None:
-        if not self._writes_allowed() or not self._config or not self._config.auto_extract:
-            return
-        said = [_text_of(m.get("content")) for m in messages or [] if m.get("role") == "user"]
-        said = [_fit(text) for text in said if text.strip()]
-        if said:
-            # The server finds the candidate facts (agentspec.candidates) and stores them.
-            self._keep("session_end", {"said": said, "session_id": self._session_id})
-
-    def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:
-        """What the compression summary should keep: statements of preference, habit and
-        decision in the messages, and the facts stored with fact_store among them."""
-        said = [_text_of(m.get("content")) for m in messages or [] if m.get("role") == "user"]
-        keep = [c.content for c in candidate_facts(said)]
-        for message in messages or []:
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {} if isinstance(call, dict) else {}
-                if function.get("name") != "fact_store":
-                    continue
-                try:
-                    arguments = json.loads(function.get("arguments") or "{}")
-                except (TypeError, ValueError):
-                    continue
-                if isinstance(arguments, dict) and arguments.get("action") == "add":
-                    if isinstance(arguments.get("content"), str):
-                        keep.append(arguments["content"].strip())
-        keep = list(dict.fromkeys(k for k in keep if k))
-        if not keep:
-            return ""
-        return "Facts worth keeping (also in long-term memory):\n" + "\n".join(
-            f"- {line}" for line in keep
-        )
-
-    # -- the writer ---------------------------------------------------------------------------
-
-    def _write_loop(self) -> None:
-        pause = 0.0
-        while not self._stopping.is_set():
-            self._wake.wait(timeout=pause or 5.0)
-            self._wake.clear()
-            if self._stopping.is_set():
-                break
-            with self._drains:
-                asked = self._drain_asked
-            try:
-                if self._state == "offline":
-                    self._bind(timeout=self._config.tool_timeout if self._config else 15.0)
-                if self._state == "ready":
-                    self._drain()
-                if self._state == "offline":
-                    pause = min(RETRY_MAX_S, max(1.0, pause * 2))
-                    continue
-                pause = 0.0
-                with self._drains:
-                    self._drain_done = max(self._drain_done, asked)
-                    self._drains.notify_all()
-            except Unreachable as error:
-                self._offline(error)
-                pause = min(RETRY_MAX_S, max(1.0, pause * 2))
-            except KeyRefused:
-                pause = RETRY_MAX_S
-            except Exception:  # noqa: BLE001 - the writer must outlive any one bad entry
-                logger.exception("mnemosyne: the writer failed; retrying")
-                pause = min(RETRY_MAX_S, max(1.0, pause * 2))
-
-    def _drain(self) -> None:
-        """Send the buffer in order, a batch at a time; an entry leaves it only once the server
-        has stored it (or refused it for good)."""
-        assert self._outbox is not None and self._config is not None  # noqa: S101
-        prefix = self._prefix()
-        while entries := self._outbox.pending(key_prefix=prefix, limit=BATCH):
-            if self._stopping.is_set():
-                return
-            self._send(entries)
-
-    def _send(self, entries: list[Entry]) -> None:
-        assert self._outbox is not None and self._config is not None  # noqa: S101
-        body = self._profile(self._session_id) | {
-            "writes": [{"key": e.key, "op": e.op, "payload": e.payload} for e in entries]
-        }
-        if len(entries) > 1 and len(json.dumps(body)) > BATCH_BYTES:
-            self._split(entries)  # the server takes bodies up to 1 MB
-            return
-        try:
-            answer = self._request("writes", body, self._config.tool_timeout)
-        except Rejected as refusal:
-            if refusal.status in (400, 413) and len(entries) > 1:
-                # One entry the server cannot take must not hold back the others.
-                self._split(entries)
-                return
-            # It never will be stored (a read-only key, an entry too large or malformed): kept
-            # in the file for inspection, out of the way of what comes after.
-            for entry in entries:
-                self._outbox.reject(entry.id, refusal.message)
-            logger.warning("mnemosyne: %d buffered writes refused: %s", len(entries), refusal)
-            return
-        except Unreachable as error:
-            self._outbox.failed(entries[0].id, str(error))
-            raise
-        by_key = {row.get("key"): row for row in answer.get("results") or []}
-        for entry in entries:
-            row = by_key.get(entry.key) or {}
-            if row.get("status") == "stored":
-                self._outbox.done(entry.id)
-            elif row.get("status") == "rejected":
-                logger.warning("mnemosyne: buffered %s refused: %s", entry.op, row.get("error"))
-                self._outbox.reject(entry.id, str(row.get("error") or "refused"))
-
-    def _split(self, entries: list[Entry]) -> None:
-        """Send the entries in two batches, in order."""
-        half = len(entries) // 2
-        self._send(entries[:half])
-        self._send(entries[half:])
 
 
 def register(ctx: Any) -> None:
