@@ -92,7 +92,7 @@ def code_variables() -> set[str]:
     return names
 
 
-def test_variables() -> set[str]:
+def suite_variables() -> set[str]:
     """The variables the test suite itself reads (TEST_DATABASE_URL, CI, ...)."""
     names: set[str] = set()
     for path in _python_files(ROOT / "tests", skip={"__pycache__"}):
@@ -119,7 +119,7 @@ def test_every_variable_the_code_reads_has_a_row() -> None:
 
 
 def test_every_row_names_a_variable_something_reads() -> None:
-    read = code_variables() | test_variables()
+    read = code_variables() | suite_variables()
     assert {"TEST_DATABASE_URL", "CI"} <= read
     unread = sorted(documented_variables() - read)
     assert not unread, f"docs/configuration.md documents {', '.join(unread)}, which nothing reads"
