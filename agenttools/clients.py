@@ -1,5 +1,5 @@
 """How MCP clients are configured to reach Mnemosyne: the snippets the web admin's "Connect an
-agent" page and the README show. One place, so the two never disagree with the code."""
+agent" page and the docs (docs/mcp.md) show. One place, so the two never disagree with the code."""
 
 from __future__ import annotations
 

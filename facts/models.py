@@ -89,7 +89,8 @@ class Fact(TenantOwned):
                 condition=models.Q(status="active"),
             ),
             # A small pending list (256 kB, not 4 MB): every search reads the whole list, so
-            # after a large import recall was five times slower until a vacuum (see README).
+            # after a large import recall was five times slower until a vacuum
+            # (docs/benchmarks/recall.md).
             GinIndex(
                 fields=["search_vector"], name="fact_search_vector", gin_pending_list_limit=256
             ),

@@ -43,7 +43,7 @@ _MAX_SOCKET_PATH = 100
 # Under row-level security PostgreSQL only uses an index for a condition whose operator is
 # LEAKPROOF; the full-text match `@@` is not marked so, which would leave the GIN index unused and
 # make full-text search scan the whole tenant. It reveals nothing about rows but whether they
-# match, so it is marked once, by a superuser (README: Production).
+# match, so it is marked once, by a superuser (docs/production.md).
 LEAKPROOF_FULL_TEXT_MATCH = "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF"
 
 

@@ -1,4 +1,4 @@
-"""Mnemosyne settings, read from the environment (see the configuration table in README.md)."""
+"""Mnemosyne settings, read from the environment (every variable: docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -119,8 +119,9 @@ TEMPLATES = [
 # -- database ---------------------------------------------------------------------------------
 # DATABASE_URL names a PostgreSQL server (with pgvector). Without it, the embedded PostgreSQL
 # under MNEMOSYNE_HOME is used; `mnemosyne up` and manage.py commands start it when needed.
-# Two roles (README: Database roles): DATABASE_URL is the runtime role web processes, workers and
-# beat use, which owns nothing; DATABASE_OWNER_URL the owner that `mnemosyne migrate` uses.
+# Two roles (docs/isolation.md, Database roles): DATABASE_URL is the runtime role web
+# processes, workers and beat use, which owns nothing; DATABASE_OWNER_URL the owner that
+# `mnemosyne migrate` uses.
 # Without DATABASE_OWNER_URL the runtime role is taken as the owner too (the previous release's
 # single role): migrations run, and /healthz and `mnemosyne check` say what is wrong.
 DATABASE_URL = env_str("DATABASE_URL")
@@ -428,7 +429,7 @@ LOGGING = {
 }
 
 # -- HTTP security ------------------------------------------------------------------------------
-# MNEMOSYNE_PROFILE=production: served over HTTPS behind a proxy (README "Production"). Every
+# MNEMOSYNE_PROFILE=production: served over HTTPS behind a proxy (docs/production.md). Every
 # profile gets HttpOnly and SameSite cookies, a strict Content-Security-Policy, `no-store` on
 # dynamic answers, framing refused and sign-in throttling; production adds Secure cookies, HSTS
 # and trusts the proxy's X-Forwarded-Proto.

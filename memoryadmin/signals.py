@@ -21,13 +21,13 @@ def _embedder_without_spinning(**_: Any) -> None:
     """Before any task (the pool's processes inherit it): the worker's embedder shares the cores
     with PostgreSQL indexing its vectors and with the processes storing facts, and its idle
     threads spinning took their time. With one worker importing 2,000 facts, end to end went
-    from 171, 162 and 170 facts/s to 181, 177 and 179 (`README.md`, Measured). An operator's
-    MNEMOSYNE_EMBED_SPIN wins.
+    from 171, 162 and 170 facts/s to 181, 177 and 179 (docs/benchmarks/ingest-runs.md). An
+    operator's MNEMOSYNE_EMBED_SPIN wins.
 
     Its embedding runs in two streams, each with its own copy of the model on half the
     process's threads (`facts.embedding.facts_embed_all`), when it has two threads or more: two
     one-thread sessions side by side embed more texts per second than one session of two
-    threads (`README.md`, Measured). An operator's MNEMOSYNE_EMBED_STREAMS wins."""
+    threads (docs/benchmarks/ingest-runs.md). An operator's MNEMOSYNE_EMBED_STREAMS wins."""
     os.environ.setdefault(SPIN_ENV, "0")
     os.environ.setdefault(STREAMS_ENV, "2")
 

@@ -41,7 +41,7 @@ def check_database() -> Check:
         "postgresql": version,
         "pgvector": row[0],
         "embedded": settings.MNEMOSYNE_EMBEDDED_DB,
-        # False: full-text search works but scans whole tenants (README: Production).
+        # False: full-text search works but scans whole tenants (docs/production.md).
         "fulltext_index_usable": fulltext_indexed,
     }
 

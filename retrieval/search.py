@@ -35,7 +35,7 @@ from tenants.scope import tenant_scope
 logger = logging.getLogger(__name__)
 
 CANDIDATES = 100
-# Conversation-aware scoring of turns (measured on LoCoMo dev; see README).
+# Conversation-aware scoring of turns (measured on LoCoMo dev; see docs/benchmarks/recall.md).
 NEIGHBOUR_SHARE = 0.45
 SESSION_SHARE = 0.2
 SPEAKER_BONUS = 0.15
@@ -43,11 +43,12 @@ SPEAKER_BONUS = 0.15
 # document match by BM25 (idf over the sessions read): the SESSION_PRIOR_SESSIONS sessions with
 # the best candidates, each read up to its first SESSION_PRIOR_TURNS turns.
 SESSION_PRIOR_SESSIONS, SESSION_PRIOR_TURNS = 32, 128
-# How much of its language each memory's vector score loses (see README "Questions in the
-# other language").
+# How much of its language each memory's vector score loses (docs/benchmarks/recall.md,
+# "Questions in the other language").
 MEMORY_CENTRING = 0.5
-# Candidate generation (README "Recall": the gap to scoring every turn): the turns next to each
-# channel's NEIGHBOURS best are candidates too, and every channel scores every candidate.
+# Candidate generation (docs/benchmarks/recall.md: the gap to scoring every turn): the turns
+# next to each channel's NEIGHBOURS best are candidates too, and every channel scores every
+# candidate.
 NEIGHBOURS = CANDIDATES
 # Full text: up to FTS_EXACT facts sharing a word with the query, all are read and ranked
 # (exact); beyond, each query of the cascade reads at most FTS_TOUCH. FTS_KEEP of those are
@@ -318,7 +319,8 @@ def _fuse(
 
 @dataclass(frozen=True)
 class Tuning:
-    """The constants of conversation-aware scoring (README "Recall": what they were tuned on)."""
+    """The constants of conversation-aware scoring (docs/benchmarks/recall.md: what they were
+    tuned on)."""
 
     neighbour: float = NEIGHBOUR_SHARE
     session: float = SESSION_SHARE

@@ -11,7 +11,7 @@ DEFAULT_TENANT_SETTINGS: dict[str, float | int] = {
     "weight_fts": 0.3,
     "weight_vec": 0.5,
     # Entities count only when a tenant turns them on: on dialogue they lowered recall (turns
-    # name their speakers, so speaker entities are everywhere); see README "Recall".
+    # name their speakers, so speaker entities are everywhere); see docs/recall.md.
     "weight_entity": 0.0,
     "default_trust": 0.5,
     "min_trust": 0.3,

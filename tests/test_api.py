@@ -510,7 +510,7 @@ def test_lists_recall_and_audit_cost_the_same_queries_for_3_or_30_rows(
     assert small == large <= limit, (small, large)
 
 
-# -- the README's way in: a key from the command line, recall with it -------------------------
+# -- the docs' way in: a key from the command line, recall with it ---------------------------
 
 
 def test_a_key_made_on_the_command_line_recalls_over_http(db, capsys) -> None:

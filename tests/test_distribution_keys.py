@@ -3,9 +3,9 @@ includes `tenant_id`, and every reference between tenant-owned tables carries `t
 
 Today's primary keys are `id` alone (Django's); the tables recall reads have a unique key on
 `(tenant_id, id)` besides, which a distributed table would make its primary key, and their
-references have a twin on `(tenant_id, ...)`. The tables listed below lack that key yet (README,
-"Scaling out", says what it takes); the tests fail when a new table joins them, and when one of
-them gains its key, so the list stays true."""
+references have a twin on `(tenant_id, ...)`. The tables listed below lack that key yet
+(docs/scaling.md, "Beyond one server", says what it takes); the tests fail when a new table joins
+them, and when one of them gains its key, so the list stays true."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Upgrading a database the previous release made (README: Database roles, "Upgrading").
+"""Upgrading a database the previous release made (docs/upgrades.md).
 
 That release ran everything as one role, which owned every table, with policies that honoured
 `app.all_tenants`. Here: such a database is made (migrated to the last migration before the

@@ -124,7 +124,9 @@ class WriteIn(StrictSerializer):
         min_length=8, max_length=64, help_text="idempotency key: a re-sent key stores nothing new"
     )
     op = serializers.ChoiceField(choices=agent_writes.WRITE_OPS)
-    payload = serializers.DictField(help_text="what the op stores (see the README)")
+    payload = serializers.DictField(
+        help_text="what the op stores: a turn, a fact, a Hermes memory-tool entry, a session end"
+    )
 
 
 class WritesIn(ProfileIn):

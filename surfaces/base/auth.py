@@ -53,7 +53,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             token = parts[1].decode("ascii")
         except UnicodeDecodeError:
             token = ""
-        # Verifies, counts the request, and limits it to the key's scope (README: API keys).
+        # Verifies, counts the request, and limits it to the key's scope (docs/api/index.md).
         key = apikey_authenticate(token=token, address=client_ip(request)) if token else None
         if key is None:
             # Guessing keys costs the address its anonymous rate (429 past it).

@@ -352,8 +352,7 @@ class MemberRemoveAction(WriteAction):
 
 
 def hermes_install_command(*, url: str, token: str, scope: str = "", hermes_home: str = "") -> str:
-    """The command that connects a Hermes profile to this server with the key (README:
-    "Connecting a Hermes profile")."""
+    """The command that connects a Hermes profile to this server with the key (docs/hermes.md)."""
     words = ["mnemosyne", "hermes", "install"]
     if hermes_home:
         words += ["--hermes-home", hermes_home]
@@ -486,7 +485,7 @@ class ApiKeyRevokeAction(WriteAction):
 
 
 def _agent_snippets(request: HttpRequest, token: str) -> dict[str, Any]:
-    """How MCP clients reach this server with the key (README: "Connecting MCP clients")."""
+    """How MCP clients reach this server with the key (docs/mcp.md)."""
     url = request.build_absolute_uri("/").rstrip("/")
     return {
         "server_url": url,
