@@ -119,7 +119,7 @@ TEMPLATES = [
 # -- database ---------------------------------------------------------------------------------
 # DATABASE_URL names a PostgreSQL server (with pgvector). Without it, the embedded PostgreSQL
 # under MNEMOSYNE_HOME is used; `mnemosyne up` and manage.py commands start it when needed.
-# Two roles (docs/isolation.md, Database roles): DATABASE_URL is the runtime role web
+# Two roles (docs/database-roles.md): DATABASE_URL is the runtime role web
 # processes, workers and beat use, which owns nothing; DATABASE_OWNER_URL the owner that
 # `mnemosyne migrate` uses.
 # Without DATABASE_OWNER_URL the runtime role is taken as the owner too (the previous release's

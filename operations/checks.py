@@ -20,6 +20,6 @@ def check_database_roles(**_: Any) -> list[checks.CheckMessage]:
     except DatabaseError:
         return []  # an unreachable database is /healthz's to report, not a configuration error
     return [
-        checks.Error(problem, hint="docs/isolation.md: Database roles", id="mnemosyne.E001")
+        checks.Error(problem, hint="docs/database-roles.md", id="mnemosyne.E001")
         for problem in problems
     ]

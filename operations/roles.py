@@ -175,6 +175,6 @@ def role_problems(cursor: CursorWrapper) -> list[str]:
         problems.append(
             f"the role {role} owns tenant tables ({shown}), so it could turn row-level security "
             "off: web and workers must connect as a role that owns nothing, migrations as the "
-            "owner (DATABASE_OWNER_URL; docs/isolation.md: Database roles)"
+            "owner (DATABASE_OWNER_URL; docs/database-roles.md)"
         )
     return problems

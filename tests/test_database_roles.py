@@ -1,4 +1,4 @@
-"""The role web processes and workers use cannot lift tenant isolation (docs/isolation.md).
+"""The role web processes and workers use cannot lift tenant isolation (docs/database-roles.md).
 
 The tests run as that runtime role (tests/conftest.py: the owner made and migrated the test
 database), so `connection` here is the runtime role's own connection.
