@@ -6,8 +6,12 @@ scripts/test.sh runs before pytest.)"""
 from __future__ import annotations
 
 import ast
+import importlib.util
+import json
 import re
+import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGURATION = ROOT / "docs" / "configuration.md"
@@ -131,3 +135,44 @@ def test_the_readme_is_a_short_way_in() -> None:
     text = "\n".join(lines)
     for command in ("./scripts/up.sh", "./scripts/test.sh"):
         assert command in text
+
+
+def _hooks() -> ModuleType:
+    """scripts/docs_hooks.py, the build's own hooks (mkdocs.yml loads it by path)."""
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts" / "docs_hooks.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_api_pages_show_every_operation_of_the_schema() -> None:
+    hooks = _hooks()
+    schema_path = ROOT / "tests" / "data" / "openapi.json"
+    pages = "\n".join(hooks.api_pages(hooks.load_api(schema_path)).values())
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    for path, item in schema["paths"].items():
+        for method in ("get", "post", "put", "patch", "delete"):
+            if method in item:
+                heading = f"## `{method.upper()} {path}`"
+                # An operation for a key's own tenant is listed once, with its twin's path.
+                assert heading in pages or f"Also at `{path}`" in pages, f"{method} {path}"
+    for name in schema["components"]["schemas"]:
+        assert f"{{#schema-{name}}}" in pages
+
+
+def test_a_readme_link_to_a_missing_page_or_anchor_is_a_problem(tmp_path: Path) -> None:
+    hooks = _hooks()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "hermes.md").write_text("# Hermes\n", encoding="utf-8")
+    (tmp_path / "README.md").write_text(
+        "[ok](docs/hermes.md#hermes) [gone](docs/nothing.md) [bad](docs/hermes.md#nowhere) "
+        "[web](https://example.org/x.md)\n",
+        encoding="utf-8",
+    )
+    problems = hooks.readme_problems(tmp_path, {"hermes.md": {"hermes"}})
+    assert problems == [
+        "README.md links to 'docs/nothing.md': there is no docs/nothing.md",
+        "README.md links to 'docs/hermes.md#nowhere': docs/hermes.md has no anchor #nowhere",
+    ]
