@@ -112,7 +112,10 @@ def load_api(path: Path) -> Api:
 
 
 def _cell(text: object) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text for one line (a table cell, a heading): a list's items on lines of their own."""
+    lead, *items = re.split(r"(?:^|\n)\s*[*-] ", str(text).strip())
+    lines = [lead] + [f"• {item}" for item in items]
+    return "<br>".join(" ".join(line.split()).replace("|", "\\|") for line in lines if line.strip())
 
 
 def _ref_name(ref: str) -> str:
@@ -150,8 +153,8 @@ def _constraints(spec: dict[str, Any]) -> str:
     if "enum" in spec:
         notes.append("one of " + ", ".join(f"`{json.dumps(v)}`" for v in spec["enum"]))
     for key, word in (
-        ("minLength", "at least {} characters"),
-        ("maxLength", "at most {} characters"),
+        ("minLength", "at least {} character(s)"),
+        ("maxLength", "at most {} character(s)"),
         ("minimum", "from {}"),
         ("maximum", "to {}"),
         ("minItems", "at least {} item(s)"),
@@ -273,11 +276,10 @@ def _security(api: Api, spec: dict[str, Any]) -> list[str]:
 def operation_markdown(api: Api, op: Operation, here: str) -> list[str]:
     spec = op.spec
     anchor = spec.get("operationId", f"{op.method}-{_slug(op.path)}")
-    lines = [f"## `{op.method.upper()} {op.path}` {{#{anchor}}}", ""]
+    title = _cell(spec.get("summary") or f"{op.method.upper()} {op.path}")
+    lines = [f"## {title} {{#{anchor}}}", "", f"`{op.method.upper()} {op.path}`", ""]
     if op.twin:
         lines += [f"Also at `{op.twin}`, for an API key's own tenant.", ""]
-    if spec.get("summary"):
-        lines += [spec["summary"], ""]
     if spec.get("description"):
         lines += [spec["description"], ""]
     lines += _security(api, spec)
