@@ -589,7 +589,7 @@ def test_a_buffer_larger_than_one_request_is_sent_in_smaller_batches_in_order(
 ) -> None:
     """The buffer holds more than the server takes in one body: the provider sends it in
     batches that fit, in order (scaled down: a 32 KB server limit, 16 KB batches)."""
-    from hermes_provider import provider as module
+    from hermes_provider import writes as module
 
     settings.MNEMOSYNE_API_MAX_BODY_BYTES = 32 * 1024
     monkeypatch.setattr(module, "BATCH_BYTES", 16 * 1024)
