@@ -108,7 +108,7 @@ def replica_reads(*, tenant_id: int) -> Iterator[str]:
     if where == PRIMARY:
         yield PRIMARY
         return
-    handler = connections._connections  # noqa: SLF001 - the per-thread connection holder
+    handler = connections._connections  # type: ignore[attr-defined]  # noqa: SLF001 - per thread
     primary = getattr(handler, DEFAULT_DB_ALIAS)
     setattr(handler, DEFAULT_DB_ALIAS, connections[REPLICA])
     try:

@@ -51,12 +51,12 @@ def user_language_set(*, user: AbstractBaseUser, language: str) -> str:
     if language and language not in dict(settings.LANGUAGES):
         codes = ", ".join(code for code, _ in settings.LANGUAGES)
         raise InvalidInput("language", f"must be one of {codes}, or empty for the browser's")
-    UserPreference.objects.update_or_create(user=user, defaults={"language": language})
+    UserPreference.objects.update_or_create(user_id=user.pk, defaults={"language": language})
     return language
 
 
 def user_language_get(*, user: AbstractBaseUser) -> str:
     from operations.models import UserPreference
 
-    preference = UserPreference.objects.filter(user=user).first()
+    preference = UserPreference.objects.filter(user_id=user.pk).first()
     return preference.language if preference else ""

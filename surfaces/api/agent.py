@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -46,11 +46,12 @@ _TAGS = ["agent"]
 
 def _setting(name: str) -> serializers.Field:
     """A tenant setting a profile may override, in the range the tenant's settings allow."""
-    low, high, whole = (
-        int(bound) if float(bound).is_integer() else bound for bound in SETTING_BOUNDS[name]
-    )
-    field = serializers.IntegerField if whole else serializers.FloatField
-    return field(required=False, min_value=low, max_value=high)
+    low, high, whole = SETTING_BOUNDS[name]
+    if whole:
+        return serializers.IntegerField(required=False, min_value=int(low), max_value=int(high))
+    # Whole bounds written as such (0, not 0.0), as the API's schema has always stated them.
+    low, high = (int(b) if float(b).is_integer() else b for b in (low, high))
+    return serializers.FloatField(required=False, min_value=low, max_value=high)
 
 
 class ProfileSettingsIn(StrictSerializer):
@@ -130,7 +131,7 @@ class WriteIn(StrictSerializer):
 
 
 class WritesIn(ProfileIn):
-    writes = WriteIn(many=True, max_length=MAX_BATCH, allow_empty=False)
+    writes = WriteIn(many=True, max_length=MAX_BATCH, allow_empty=False)  # type: ignore[call-arg]
 
 
 class WriteResultOut(serializers.Serializer):
@@ -458,7 +459,8 @@ class ProfileImportViewSet(AgentViewSet):
             raise InvalidInput(unknown[0], "is not a field of this import")
         if not any(field in request.FILES for field in PROFILE_FILES):
             raise InvalidInput("memory_store", "send memory_store, memory_md or user_md")
-        binding = self._binding({"scope": str(request.data.get("scope") or "")})
+        form = cast(dict[str, Any], request.data)
+        binding = self._binding({"scope": str(form.get("scope") or "")})
         with tempfile.TemporaryDirectory(prefix="mnemosyne-profile-") as folder:
             home = Path(folder)
             for field, name in PROFILE_FILES.items():

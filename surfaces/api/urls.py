@@ -180,6 +180,8 @@ def _redoc_script() -> bytes:
     """Redoc's bundle from the sidecar package, without the one image it fetches from its
     makers' CDN (the "API docs by Redocly" logo): nothing on the page comes from another host."""
     found = finders.find("drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js")
+    if not isinstance(found, str):
+        raise RuntimeError("drf-spectacular-sidecar's Redoc bundle is missing")
     text = Path(found).read_text(encoding="utf-8")
     return text.replace(_REDOC_LOGO, "data:,").encode()
 

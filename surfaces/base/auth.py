@@ -10,6 +10,7 @@ from rest_framework.authentication import (
     get_authorization_header,
 )
 from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
 
 from surfaces.base.security import client_ip
 from surfaces.base.throttling import charge_address
@@ -42,7 +43,7 @@ class ApiKeyPrincipal:
 class ApiKeyAuthentication(BaseAuthentication):
     keyword = b"bearer"
 
-    def authenticate(self, request: HttpRequest) -> tuple[ApiKeyPrincipal, ApiKey] | None:
+    def authenticate(self, request: Request) -> tuple[ApiKeyPrincipal, ApiKey] | None:
         parts = get_authorization_header(request).split()
         if not parts or parts[0].lower() != self.keyword:
             return None  # not ours: the session (or nothing) decides
@@ -71,7 +72,7 @@ class SessionOrAddressAuthentication(SessionAuthentication):
     """A signed-in browser's session; a request with no credentials at all is counted against
     its address here (429 past MNEMOSYNE_API_RATE_ANON), before it is refused with 401."""
 
-    def authenticate(self, request: HttpRequest) -> tuple[object, None] | None:
+    def authenticate(self, request: Request) -> tuple[object, None] | None:
         found = super().authenticate(request)
         if found is None:
             charge_address(request)

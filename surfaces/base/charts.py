@@ -76,7 +76,7 @@ def bar_chart(
     slot = plot_w / max(1, len(labels))
     bars = []
     for index, label in enumerate(labels):
-        base = TOP + plot_h
+        base: float = TOP + plot_h
         for number, (name, values) in enumerate(series):
             height = plot_h * values[index] / top
             if height <= 0:

@@ -100,7 +100,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         )
     if isinstance(exc, InvalidInput):
         body = error_body(exc.message, code="invalid", field=exc.field)
-        code = status.HTTP_400_BAD_REQUEST
+        code: int = status.HTTP_400_BAD_REQUEST
     elif isinstance(exc, BundleError):
         # One of the tenant's archive bundles is damaged (a purge must rewrite it): nothing was
         # done, and the admin must see which bundle.
@@ -127,10 +127,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         body = error_body(message, code="invalid", field=first["field"], errors=errors)
         code = status.HTTP_400_BAD_REQUEST
     elif isinstance(exc, exceptions.APIException):
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))
+        if auth := getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = auth
+        if wait := getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(wait))
         detail = exc.detail
         message = str(detail if not isinstance(detail, dict | list) else exc.default_detail)
         body = error_body(message, code=getattr(exc, "default_code", "error"))

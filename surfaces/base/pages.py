@@ -29,6 +29,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
 from django.utils.functional import Promise
@@ -79,7 +80,7 @@ class TenantPage(View):
     def needed(self, request: HttpRequest) -> Need:
         return self.need_get if request.method in ("GET", "HEAD") else self.need_post
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
         access = page_access(user=request.user, slug=kwargs.pop("tenant"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterable
 from typing import Any
 
 from rest_framework.exceptions import ParseError
@@ -28,7 +29,9 @@ class JSONLinesParser(BaseParser):
 
     media_type = "application/x-ndjson"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> str:
+    def parse(  # type: ignore[override]  # the raw text: its lines are parsed one by one later
+        self, stream: Any, media_type: str | None = None, parser_context: Any = None
+    ) -> str:
         raw = stream.read() if stream is not None else b""
         try:
             return codecs.decode(raw, "utf-8")
@@ -45,7 +48,7 @@ class FirstRenderer(BaseContentNegotiation):
     """Answer in the view's own format whatever the Accept header says: an API whose errors
     depend on Accept (406) helps nobody, and exports say their type themselves."""
 
-    def select_parser(self, request: Any, parsers: list[BaseParser]) -> BaseParser | None:
+    def select_parser(self, request: Any, parsers: Iterable[BaseParser]) -> BaseParser | None:
         content_type = request.content_type.split(";")[0].strip().lower()
         for parser in parsers:
             if parser.media_type == content_type:
@@ -53,9 +56,10 @@ class FirstRenderer(BaseContentNegotiation):
         return None
 
     def select_renderer(
-        self, request: Any, renderers: list[Any], format_suffix: str | None = None
+        self, request: Any, renderers: Iterable[Any], format_suffix: str | None = None
     ) -> tuple[Any, str]:
-        return renderers[0], renderers[0].media_type
+        first = next(iter(renderers))
+        return first, first.media_type
 
 
 class TarParser(BaseParser):

@@ -56,7 +56,9 @@ class ErrorSerializer(serializers.Serializer):
         allow_null=True, help_text="the offending field (a path like `tags[2]`), or null"
     )
     code = serializers.CharField(help_text="a stable word: invalid, not_found, ...")
-    errors = ErrorItemSerializer(many=True, help_text="every problem found, the first one above")
+    errors = ErrorItemSerializer(  # type: ignore[assignment]  # a field named like the property
+        many=True, help_text="every problem found, the first one above"
+    )
 
 
 _ERROR_SCHEMA = {

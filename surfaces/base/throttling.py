@@ -61,5 +61,5 @@ def charge_address(request: Any) -> None:
         return
     throttle.num_requests, throttle.duration = throttle.parse_rate(throttle.rate)
     throttle._cache_key = f"mnemosyne:throttle:anon:{client_ip(django_request)}"
-    if not SimpleRateThrottle.allow_request(throttle, django_request, None):
+    if not SimpleRateThrottle.allow_request(throttle, django_request, None):  # type: ignore[arg-type]
         raise Throttled(wait=throttle.wait())

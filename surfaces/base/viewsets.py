@@ -10,9 +10,10 @@ through `self.access`, and every read goes through a tenant-first selector. "Not
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy as _lazy
 from rest_framework import exceptions, viewsets
@@ -58,7 +59,7 @@ def resolve_access(request: Request, slug: str | None) -> Access:
         raise InvalidInput(
             "tenant", _("signed in as a person, name the tenant: /api/v1/tenants/<slug>/...")
         )
-    return person_access(user=request.user, slug=slug)
+    return person_access(user=cast(AbstractBaseUser, request.user), slug=slug)
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -126,7 +127,7 @@ class TenantViewSet(viewsets.ViewSet):
             # from the replica, until finalize_response.
             self._replica = ExitStack()
             where = self._replica.enter_context(replica_reads(tenant_id=access.tenant.pk))
-            request.read_from = where
+            request.read_from = where  # type: ignore[attr-defined]
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         if self._replica is not None:

@@ -9,7 +9,7 @@ sends people here to sign in, so it has the same throttling and second step.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal, cast
 
 import segno
 from django import forms
@@ -20,6 +20,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -45,7 +46,7 @@ def language_cookie(response: HttpResponse, language: str) -> HttpResponse:
             settings.LANGUAGE_COOKIE_NAME,
             language,
             max_age=settings.LANGUAGE_COOKIE_AGE,
-            samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+            samesite=cast(Literal["Lax", "Strict", "None"], settings.LANGUAGE_COOKIE_SAMESITE),
             secure=settings.LANGUAGE_COOKIE_SECURE,
             httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
         )
@@ -128,7 +129,7 @@ def sign_in_code(request: HttpRequest) -> HttpResponse:
 
 
 class SignOutView(auth_views.LogoutView):
-    next_page = reverse_lazy("web:login")
+    next_page = cast(str, reverse_lazy("web:login"))
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):
@@ -148,7 +149,7 @@ class PasswordResetView(auth_views.PasswordResetView):
     subject_template_name = "web/accounts/password_reset_subject.txt"
     success_url = reverse_lazy("web:password_reset_done")
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not settings.MNEMOSYNE_MAIL_ENABLED:
             return render(request, "web/accounts/password_reset.html", {"no_mail": True})
         return super().dispatch(request, *args, **kwargs)
@@ -185,7 +186,7 @@ class SignUpForm(forms.Form):
     )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("password1") and data.get("password1") != data.get("password2"):
             self.add_error("password2", _("The two passwords differ."))
         return data
@@ -288,7 +289,8 @@ def admin_has_permission(request: HttpRequest) -> bool:
     user = request.user
     if not (user.is_active and user.is_staff):
         return False
-    return bool(user.is_verified()) or confirmed_device(user) is None
+    # django_otp's middleware gives the user is_verified().
+    return bool(user.is_verified()) or confirmed_device(user) is None  # type: ignore[attr-defined]
 
 
 def lockout_response(

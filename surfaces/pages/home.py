@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
@@ -81,7 +84,7 @@ class TenantForm(forms.Form):
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     """The tenants the person may open, with their role; superusers can create one."""
-    rows = tenants_for_user(user=request.user)
+    rows = tenants_for_user(user=cast(AbstractBaseUser, request.user))
     return render(
         request,
         "web/tenants.html",
