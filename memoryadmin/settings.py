@@ -11,6 +11,7 @@ from kombu import Queue
 from memoryadmin.embedded_db import server_for_home
 from memoryadmin.env import (
     ConfigError,
+    data_directory,
     env_bool,
     env_choice,
     env_int,
@@ -25,7 +26,7 @@ from memoryadmin.profile import production_settings
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # The data directory: embedded database, generated secret key, broker folders, logs, archives.
-MNEMOSYNE_HOME = env_path("MNEMOSYNE_HOME", str(Path.cwd() / ".mnemosyne"))
+MNEMOSYNE_HOME = data_directory()
 
 
 def _secret_key(home: Path) -> str:

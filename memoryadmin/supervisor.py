@@ -12,19 +12,16 @@ Each restart is said on our output and recorded in `run/up.json`, where `status`
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from django.conf import settings
 from django.core.management import call_command
@@ -33,12 +30,11 @@ from django.db.migrations.executor import MigrationExecutor
 
 from indexing.embedders.base import THREADS_ENV
 from memoryadmin.embedded_db import EmbeddedDatabaseError, server_for_home
-from memoryadmin.runstate import RunLock
+from memoryadmin.runstate import STOP_TIMEOUT_S, RunLock, fetch_health
 from operations.roles import as_owner
 from operations.services import admin_ensure_first
 
 _PR_SET_PDEATHSIG = 1
-STOP_TIMEOUT_S = 30.0
 # A child that dies is started again after RESTART_MIN_S, doubling with each death that came
 # within RESTART_STABLE_S of its start, up to RESTART_MAX_S.
 RESTART_MIN_S = 1.0
@@ -258,19 +254,6 @@ def gunicorn_command(*, bind: str, workers: int) -> list[str]:
     ]
 
 
-def _fetch_health(url: str) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - our own URL
-            return json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        try:
-            return json.loads(error.read())
-        except ValueError:
-            return None
-    except (OSError, ValueError):
-        return None
-
-
 class Supervisor:
     def __init__(self, options: UpOptions, say: Callable[[str], None]) -> None:
         self.options = options
@@ -432,7 +415,7 @@ class Supervisor:
         while time.monotonic() < deadline:
             self._check_interrupted()
             self._check_children()
-            report = _fetch_health(f"{self.url}/healthz")
+            report = fetch_health(f"{self.url}/healthz")
             failing = ["web"] if report is None else report.get("failing", [])
             if not failing:
                 self.say(f"\nMnemosyne is running at {self.url}/  (Ctrl-C stops it)")
