@@ -22,6 +22,7 @@ from memoryadmin.env import (
     parse_database_url,
 )
 from memoryadmin.profile import production_settings
+from observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -81,6 +82,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every request gets its id (X-Request-ID) and its time in /metrics.
+    "memoryadmin.requestlog.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -410,23 +413,21 @@ CACHES = {
     )
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+# MNEMOSYNE_LOG_FORMAT=json: one JSON object a line (time, level, logger, message, request_id,
+# tenant and what the line adds), for a log collector; plain (the default) for people.
+MNEMOSYNE_LOG_FORMAT = env_choice("MNEMOSYNE_LOG_FORMAT", "plain", ("plain", "json"))
+LOGGING = logging_config(
+    json_lines=MNEMOSYNE_LOG_FORMAT == "json",
+    level=env_str("LOG_LEVEL", "INFO").upper(),
     # A refused request (403, 404, ...) is one line in the log, never a traceback.
-    "filters": {"one_line_4xx": {"()": "surfaces.base.security.OneLineClientErrors"}},
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["one_line_4xx"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
-    # The MCP SDK logs every request it processes at INFO.
-    "loggers": {"mcp": {"level": "WARNING"}},
-}
+    extra_filters=["one_line_4xx"],
+)
+LOGGING["filters"]["one_line_4xx"] = {"()": "surfaces.base.security.OneLineClientErrors"}
+# The MCP SDK logs every request it processes at INFO.
+LOGGING["loggers"] = {"mcp": {"level": "WARNING"}}
+# /metrics answers requests from this machine; from elsewhere, those that bring this token
+# (`Authorization: Bearer ...`). Empty: nobody else.
+MNEMOSYNE_METRICS_TOKEN = env_str("MNEMOSYNE_METRICS_TOKEN")
 
 # -- HTTP security ------------------------------------------------------------------------------
 # MNEMOSYNE_PROFILE=production: served over HTTPS behind a proxy (README "Production"). Every

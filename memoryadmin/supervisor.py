@@ -186,7 +186,17 @@ def _child_env() -> dict[str, str]:
         p for p in (str(settings.BASE_DIR), env.get("PYTHONPATH", "")) if p
     )
     env["PYTHONUNBUFFERED"] = "1"
+    # Web and worker processes write their metrics here; /metrics adds them up.
+    env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(settings.MNEMOSYNE_HOME / "run" / "metrics"))
     return env
+
+
+def metrics_folder_reset(folder: Path) -> None:
+    """Empty the multi-process metrics folder: counts start again with each `up` (files of a
+    previous run's processes would otherwise be added to this one's)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink(missing_ok=True)
 
 
 def embed_threads_share(processes: int) -> dict[str, str]:
@@ -240,8 +250,8 @@ def gunicorn_command(*, bind: str, workers: int) -> list[str]:
         str(workers),
         "--timeout",
         "120",
-        "--access-logfile",
-        "-",
+        # With JSON logs each request's line is Mnemosyne's own (memoryadmin/requestlog.py).
+        *([] if settings.MNEMOSYNE_LOG_FORMAT == "json" else ["--access-logfile", "-"]),
         "--error-logfile",
         "-",
         "--graceful-timeout",
@@ -322,6 +332,7 @@ class Supervisor:
         self._prepare_embedder()
         connections.close_all()  # children open their own; we must not hold one across a DB stop
         self._env = _child_env()
+        metrics_folder_reset(Path(self._env["PROMETHEUS_MULTIPROC_DIR"]))
         self.children = _children(self.options, self.home / "logs")
         for child in self.children:
             self._check_interrupted()
