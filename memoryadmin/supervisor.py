@@ -325,6 +325,7 @@ class Supervisor:
                 "choose another with --bind or MNEMOSYNE_BIND"
             )
         self.say(f"Mnemosyne data directory: {self.home}")
+        metrics_folder_reset(Path(_child_env()["PROMETHEUS_MULTIPROC_DIR"]))
         self._start_database()
         self._check_interrupted()
         self._migrate()
@@ -332,7 +333,6 @@ class Supervisor:
         self._prepare_embedder()
         connections.close_all()  # children open their own; we must not hold one across a DB stop
         self._env = _child_env()
-        metrics_folder_reset(Path(self._env["PROMETHEUS_MULTIPROC_DIR"]))
         self.children = _children(self.options, self.home / "logs")
         for child in self.children:
             self._check_interrupted()

@@ -15,7 +15,14 @@ channel one of recall's. No tenant id, slug or path.
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import Counter, Gauge, Histogram
+
+if folder := os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    # Each metric below opens its file there as it is made: a missing folder would stop the
+    # process here (`mnemosyne up` makes and empties it before it starts any).
+    os.makedirs(folder, exist_ok=True)
 
 # Seconds: from a cached context block (~1 ms) to a slow import request (tens of seconds).
 _SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
