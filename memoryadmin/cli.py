@@ -43,6 +43,8 @@ _EARLY_PACKAGES = (
     "tenants.management.commands",
     "facts.management.commands",
     "retrieval.management.commands",
+    "operations.management.commands",
+    "indexing.management.commands",
     "django.core.management.commands",
 )
 # Django's options that mean nothing to a Mnemosyne command: left out of its `--help`.
