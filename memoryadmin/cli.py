@@ -20,7 +20,6 @@ import importlib
 import importlib.util
 import os
 import sys
-import time
 from typing import Any, NoReturn
 
 from memoryadmin.commandline import (
@@ -72,7 +71,6 @@ def _setup(command: str, prog: str, *, database: bool = True) -> None:
     if apps.ready:  # called from a process that has set Django up already (tests)
         return
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
-    started = time.monotonic()
     _say(f"{prog}: loading Mnemosyne (settings, models, text analysis) ...")
     import django
     from django.conf import settings
@@ -84,8 +82,6 @@ def _setup(command: str, prog: str, *, database: bool = True) -> None:
     except ConfigError as error:
         raise UsageError(prog, f"configuration error: {error}", hint=False) from None
     django.setup()
-    if os.environ.get("MNEMOSYNE_CLI_TIMING"):
-        _say(f"{prog}: loaded in {time.monotonic() - started:.1f} s")
     if database and command not in _NO_AUTOSTART:
         _autostart_embedded_database(prog)
 

@@ -187,3 +187,23 @@ def test_tasks_are_counted_by_name_and_outcome(tenant, db) -> None:
         - _value(before, name, outcome="success", **labels)
         == 1
     )
+
+
+def test_the_grafana_dashboard_reads_only_metrics_that_exist(db) -> None:
+    """docs/grafana-dashboard.json cannot drift from the code: every metric its panels query
+    is one /metrics exposes."""
+    import re
+
+    from tests.helpers import REPO
+
+    dashboard = json.loads((REPO / "docs" / "grafana-dashboard.json").read_text())
+    queried = {
+        re.sub(r"_(bucket|count|sum|total)$", "", name)
+        for panel in dashboard["panels"]
+        for target in panel.get("targets", [])
+        for name in re.findall(r"mnemosyne_[a-z_]+", target["expr"])
+    }
+    answer = Client().get("/metrics").content.decode()
+    exposed = {family.name for family in text_string_to_metric_families(answer)}
+    assert len(queried) >= 12
+    assert queried <= exposed, queried - exposed
