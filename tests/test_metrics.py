@@ -207,3 +207,46 @@ def test_the_grafana_dashboard_reads_only_metrics_that_exist(db) -> None:
     exposed = {family.name for family in text_string_to_metric_families(answer)}
     assert len(queried) >= 12
     assert queried <= exposed, queried - exposed
+
+
+def test_a_retention_run_is_counted_with_what_it_archived(
+    tenant, owner_actor, settings, tmp_path
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from facts import services
+    from facts.inputs import fact_draft
+    from facts.models import Fact
+    from facts.retention import retention_run_start
+    from facts.tasks import retention_run
+    from tenants.inputs import retention_changes
+    from tenants.scope import tenant_scope
+    from tenants.services import retention_policy_update
+
+    settings.MNEMOSYNE_ARCHIVE_DIR = tmp_path / "archives"
+    for content in ("Zed's old phone number is 555-0199", "The old office was on Elm Street"):
+        fact = services.fact_add(
+            tenant=tenant, actor=owner_actor, draft=fact_draft({"content": content})
+        ).fact
+        with tenant_scope(tenant):
+            Fact.objects.for_tenant(tenant).filter(pk=fact.pk).update(
+                created_at=timezone.now() - timedelta(days=400)
+            )
+    retention_policy_update(
+        tenant=tenant,
+        actor=owner_actor,
+        changes=retention_changes({"archive_after_days_unretrieved": 365}),
+    )
+    before = _scrape()
+    run, _ = retention_run_start(tenant=tenant, actor=owner_actor)
+    retention_run(tenant.pk, run.pk)  # the task, as a worker runs it
+    after = _scrape()
+
+    def grew(name: str, **labels) -> float:
+        return _value(after, name, **labels) - _value(before, name, **labels)
+
+    assert grew("mnemosyne_retention_runs_total", outcome="done") == 1
+    assert grew("mnemosyne_retention_facts_total", action="archived") == 2
+    assert _value(after, "mnemosyne_retention_last_run_timestamp_seconds") > 0
