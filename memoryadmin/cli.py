@@ -64,12 +64,12 @@ def _say(line: str) -> None:
 # -- Django's set-up ------------------------------------------------------------------------------
 
 
-def _setup(command: str, prog: str, *, database: bool = True) -> None:
-    """Settings, apps and (for a command that needs it) the embedded database."""
+def _setup(prog: str) -> bool:
+    """Settings and apps; False when this process had set Django up already (tests)."""
     from django.apps import apps
 
-    if apps.ready:  # called from a process that has set Django up already (tests)
-        return
+    if apps.ready:
+        return False
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
     _say(f"{prog}: loading Mnemosyne (settings, models, text analysis) ...")
     import django
@@ -82,8 +82,7 @@ def _setup(command: str, prog: str, *, database: bool = True) -> None:
     except ConfigError as error:
         raise UsageError(prog, f"configuration error: {error}", hint=False) from None
     django.setup()
-    if database and command not in _NO_AUTOSTART:
-        _autostart_embedded_database(prog)
+    return True
 
 
 def _autostart_embedded_database(prog: str) -> None:
@@ -166,10 +165,10 @@ def _parser(command: Any, base: str, name: str, *, hide: bool) -> argparse.Argum
 def run_management_command(name: str, args: list[str], *, base: str = PROG) -> int:
     """Parse `args` for the management command `name` (before the set-up when its module
     allows), set Django up, run it; errors as one line."""
-    prog = f"{base} {name}"
-    ours = base == PROG
     from django.core.exceptions import AppRegistryNotReady, ImproperlyConfigured
 
+    prog = f"{base} {name}"
+    ours = base == PROG
     early = _early_command_class(name)
     if early is not None:
         try:
@@ -179,7 +178,7 @@ def run_management_command(name: str, args: list[str], *, base: str = PROG) -> i
             early = None  # its arguments need the settings: they are parsed after the set-up
         else:
             options = parser.parse_args(args)
-    _setup(name, prog)
+    set_up_here = _setup(prog)
     if early is None:
         from django.core.management import get_commands, load_command_class
 
@@ -194,6 +193,8 @@ def run_management_command(name: str, args: list[str], *, base: str = PROG) -> i
             )
         command = app if not isinstance(app, str) else load_command_class(app, name)
         options = _parser(command, base, name, hide=ours).parse_args(args)
+    if set_up_here and name not in _NO_AUTOSTART:
+        _autostart_embedded_database(prog)  # once the command and its arguments are known good
     return _execute(command, options, prog, migrate=name == "migrate")
 
 
@@ -231,7 +232,7 @@ def _django(args: list[str]) -> int:
     """`mnemosyne django ...`: Django's own list, and any of its commands."""
     base = f"{PROG} django"
     if not args or args[0] in ("-h", "--help", "help") and len(args) <= 1:
-        _setup("help", base, database=False)
+        _setup(base)
         from django.core.management import ManagementUtility
 
         print(f"usage: {base} <command> [options]")
