@@ -1,28 +1,17 @@
-"""The `mnemosyne` command.
+"""The `mnemosyne` command: memoryadmin/cli.py.
 
-`mnemosyne mcp` is the MCP stdio relay and `mnemosyne hermes` connects a Hermes profile; both
-run on agents' machines and start without Django, Celery or settings (and so without a
-database). Every other command is `memoryadmin.cli`'s (`up`, `status`, `stop` and every
-manage.py command).
+`--help`, `status`, `stop`, `mcp` (the MCP stdio relay) and `hermes` (connecting a Hermes
+profile) start without Django, settings or a database; `mcp` and `hermes` run on agents'
+machines. memoryadmin/commandline.py lists every command.
 """
 
 from __future__ import annotations
 
-import sys
-
 
 def main() -> None:
-    if sys.argv[1:2] == ["mcp"]:
-        from mcp_server.relay import main as relay
+    from memoryadmin.cli import main as run
 
-        sys.exit(relay(sys.argv[2:]))
-    if sys.argv[1:2] == ["hermes"]:
-        from hermes_provider.installer import main as hermes
-
-        sys.exit(hermes(sys.argv[2:]))
-    from memoryadmin.cli import main as project
-
-    project()
+    run()
 
 
 if __name__ == "__main__":

@@ -19,11 +19,12 @@ from facts.embedding import (
 )
 from facts.importance import importance_due, importance_recompute_due
 from facts.models import RelinkStatus
-from facts.retention import retention_run_execute, retention_run_fail
+from facts.retention import REASONS, retention_run_execute, retention_run_fail
 from facts.retention import retention_sweep as retention_sweep_due
 from facts.services import fact_record_retrievals
 from facts.stats import stats_fold
 from indexing.vectors import vector_models_cleanup, vector_switch_finish
+from observability.metrics import retention_run_observe
 from tenants.cross_tenant import tenants_with_stats_work
 from tenants.jobs import (
     TRANSIENT,
@@ -200,9 +201,17 @@ def retention_run(tenant: Tenant, run_id: int) -> int:
         return 0  # the batch in hand rolled back; the sweep resends the run when its lease ends
     except Exception as error:  # not transient: recorded, not retried
         retention_run_fail(tenant=tenant, run_id=run_id, error=f"{type(error).__name__}: {error}")
+        retention_run_observe(failed=True)
         raise
     if run is not None and run.status == "queued":
         retention_run.delay(tenant.pk, run_id)  # out of time: the rest in a fresh task
+    elif run is not None and run.status == "done":
+        counted = 0 if run.dry_run else 1  # a dry run only plans: it archives nothing
+        retention_run_observe(
+            failed=False,
+            archived=counted * sum(int(run.counts.get(reason, 0)) for reason in REASONS),
+            purged=counted * int(run.counts.get("purged", 0)),
+        )
     return run.batches_done if run is not None else 0
 
 

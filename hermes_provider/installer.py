@@ -284,11 +284,14 @@ def uninstall(*, hermes_home: Path, say: Callable[[str], None]) -> None:
     say("Done.")
 
 
-def main(argv: list[str]) -> int:
-    """`mnemosyne hermes install|uninstall|import ...` (no Django, no database)."""
+def main(
+    argv: list[str], parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+) -> int:
+    """`mnemosyne hermes install|uninstall|import ...` (no Django, no database). `parser_class`:
+    the command line's parser (the `mnemosyne` command's makes errors one line)."""
     from hermes_provider.memories import ImportFailed, offer_import, profile_import, summary
 
-    parser = argparse.ArgumentParser(
+    parser = parser_class(
         prog="mnemosyne hermes",
         description="Connect a Hermes Agent profile to Mnemosyne (install), disconnect it "
         "(uninstall), or bring along what it remembers (import).",

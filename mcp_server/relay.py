@@ -296,8 +296,12 @@ def endpoint(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+def main(
+    argv: list[str], parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+) -> int:
+    """`mnemosyne mcp` (no Django). `parser_class`: the command line's parser (the `mnemosyne`
+    command's makes errors one line)."""
+    parser = parser_class(
         prog="mnemosyne mcp",
         description="Serve Mnemosyne's MCP tools on stdio, relayed to a Mnemosyne server. "
         f"The tenant's API key is read from {KEY_VARIABLE}.",

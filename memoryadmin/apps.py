@@ -10,4 +10,9 @@ class MemoryAdminConfig(AppConfig):
     verbose_name = "Mnemosyne"
 
     def ready(self) -> None:
-        from memoryadmin import signals  # noqa: F401 - connects the worker's heartbeat
+        # The Celery app, made current in every process that runs Django: jobs sent from here
+        # go to its broker (memoryadmin/__init__.py says why it is not made at import).
+        from memoryadmin import (
+            celery,  # noqa: F401
+            signals,  # noqa: F401 - connects the worker's heartbeat
+        )

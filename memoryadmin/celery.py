@@ -15,3 +15,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 app = Celery("mnemosyne")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Each task's log context and its count and time in /metrics (and JSON logs in the worker).
+from memoryadmin import tasklog  # noqa: E402, F401

@@ -89,6 +89,11 @@ def env_path(name: str, default: str) -> Path:
     return Path(env_str(name, default)).expanduser().resolve()
 
 
+def data_directory() -> Path:
+    """MNEMOSYNE_HOME: the data directory (default `.mnemosyne` in the current directory)."""
+    return env_path("MNEMOSYNE_HOME", str(Path.cwd() / ".mnemosyne"))
+
+
 def parse_database_url(url: str, *, name: str = "DATABASE_URL") -> dict[str, Any]:
     """Turn `postgresql://user:pass@host:port/db?sslmode=...` into a Django DATABASES entry.
 

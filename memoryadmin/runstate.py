@@ -9,8 +9,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import IO, Any
+
+# How long `up` gives each child to stop before it is killed (`stop` waits for all of them).
+STOP_TIMEOUT_S = 30.0
 
 
 class RunLock:
@@ -59,3 +64,17 @@ class RunLock:
             return json.loads(self.info_path.read_text())
         except (FileNotFoundError, json.JSONDecodeError):
             return {}
+
+
+def fetch_health(url: str) -> dict[str, Any] | None:
+    """The JSON of a /healthz answer (503 included); None when the server does not answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - our own URL
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        try:
+            return json.loads(error.read())
+        except ValueError:
+            return None
+    except (OSError, ValueError):
+        return None

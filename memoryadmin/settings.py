@@ -11,6 +11,7 @@ from kombu import Queue
 from memoryadmin.embedded_db import server_for_home
 from memoryadmin.env import (
     ConfigError,
+    data_directory,
     env_bool,
     env_choice,
     env_int,
@@ -21,11 +22,12 @@ from memoryadmin.env import (
     parse_database_url,
 )
 from memoryadmin.profile import production_settings
+from observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # The data directory: embedded database, generated secret key, broker folders, logs, archives.
-MNEMOSYNE_HOME = env_path("MNEMOSYNE_HOME", str(Path.cwd() / ".mnemosyne"))
+MNEMOSYNE_HOME = data_directory()
 
 
 def _secret_key(home: Path) -> str:
@@ -80,6 +82,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every request gets its id (X-Request-ID) and its time in /metrics.
+    "memoryadmin.requestlog.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -410,23 +414,21 @@ CACHES = {
     )
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+# MNEMOSYNE_LOG_FORMAT=json: one JSON object a line (time, level, logger, message, request_id,
+# tenant and what the line adds), for a log collector; plain (the default) for people.
+MNEMOSYNE_LOG_FORMAT = env_choice("MNEMOSYNE_LOG_FORMAT", "plain", ("plain", "json"))
+LOGGING = logging_config(
+    json_lines=MNEMOSYNE_LOG_FORMAT == "json",
+    level=env_str("LOG_LEVEL", "INFO").upper(),
     # A refused request (403, 404, ...) is one line in the log, never a traceback.
-    "filters": {"one_line_4xx": {"()": "surfaces.base.security.OneLineClientErrors"}},
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["one_line_4xx"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
-    # The MCP SDK logs every request it processes at INFO.
-    "loggers": {"mcp": {"level": "WARNING"}},
-}
+    extra_filters=["one_line_4xx"],
+)
+LOGGING["filters"]["one_line_4xx"] = {"()": "surfaces.base.security.OneLineClientErrors"}
+# The MCP SDK logs every request it processes at INFO.
+LOGGING["loggers"] = {"mcp": {"level": "WARNING"}}
+# /metrics answers requests from this machine; from elsewhere, those that bring this token
+# (`Authorization: Bearer ...`). Empty: nobody else.
+MNEMOSYNE_METRICS_TOKEN = env_str("MNEMOSYNE_METRICS_TOKEN")
 
 # -- HTTP security ------------------------------------------------------------------------------
 # MNEMOSYNE_PROFILE=production: served over HTTPS behind a proxy (docs/production.md). Every

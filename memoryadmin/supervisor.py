@@ -12,19 +12,16 @@ Each restart is said on our output and recorded in `run/up.json`, where `status`
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from django.conf import settings
 from django.core.management import call_command
@@ -33,12 +30,11 @@ from django.db.migrations.executor import MigrationExecutor
 
 from indexing.embedders.base import THREADS_ENV
 from memoryadmin.embedded_db import EmbeddedDatabaseError, server_for_home
-from memoryadmin.runstate import RunLock
+from memoryadmin.runstate import STOP_TIMEOUT_S, RunLock, fetch_health
 from operations.roles import as_owner
 from operations.services import admin_ensure_first
 
 _PR_SET_PDEATHSIG = 1
-STOP_TIMEOUT_S = 30.0
 # A child that dies is started again after RESTART_MIN_S, doubling with each death that came
 # within RESTART_STABLE_S of its start, up to RESTART_MAX_S.
 RESTART_MIN_S = 1.0
@@ -190,7 +186,17 @@ def _child_env() -> dict[str, str]:
         p for p in (str(settings.BASE_DIR), env.get("PYTHONPATH", "")) if p
     )
     env["PYTHONUNBUFFERED"] = "1"
+    # Web and worker processes write their metrics here; /metrics adds them up.
+    env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(settings.MNEMOSYNE_HOME / "run" / "metrics"))
     return env
+
+
+def metrics_folder_reset(folder: Path) -> None:
+    """Empty the multi-process metrics folder: counts start again with each `up` (files of a
+    previous run's processes would otherwise be added to this one's)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink(missing_ok=True)
 
 
 def embed_threads_share(processes: int) -> dict[str, str]:
@@ -244,8 +250,8 @@ def gunicorn_command(*, bind: str, workers: int) -> list[str]:
         str(workers),
         "--timeout",
         "120",
-        "--access-logfile",
-        "-",
+        # With JSON logs each request's line is Mnemosyne's own (memoryadmin/requestlog.py).
+        *([] if settings.MNEMOSYNE_LOG_FORMAT == "json" else ["--access-logfile", "-"]),
         "--error-logfile",
         "-",
         "--graceful-timeout",
@@ -256,19 +262,6 @@ def gunicorn_command(*, bind: str, workers: int) -> list[str]:
         "--limit-request-line",
         "8190",
     ]
-
-
-def _fetch_health(url: str) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - our own URL
-            return json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        try:
-            return json.loads(error.read())
-        except ValueError:
-            return None
-    except (OSError, ValueError):
-        return None
 
 
 class Supervisor:
@@ -332,6 +325,7 @@ class Supervisor:
                 "choose another with --bind or MNEMOSYNE_BIND"
             )
         self.say(f"Mnemosyne data directory: {self.home}")
+        metrics_folder_reset(Path(_child_env()["PROMETHEUS_MULTIPROC_DIR"]))
         self._start_database()
         self._check_interrupted()
         self._migrate()
@@ -432,7 +426,7 @@ class Supervisor:
         while time.monotonic() < deadline:
             self._check_interrupted()
             self._check_children()
-            report = _fetch_health(f"{self.url}/healthz")
+            report = fetch_health(f"{self.url}/healthz")
             failing = ["web"] if report is None else report.get("failing", [])
             if not failing:
                 self.say(f"\nMnemosyne is running at {self.url}/  (Ctrl-C stops it)")

@@ -3,11 +3,13 @@ from django.urls import include, path, re_path
 
 from mcp_server.api import McpView
 from memoryadmin import views
+from memoryadmin.metrics import metrics
 from surfaces.pages import home
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     re_path(r"^mcp/?$", McpView.as_view(), name="mcp"),
     path("admin/", admin.site.urls),
     path("", include("surfaces.pages.urls")),

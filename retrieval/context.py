@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from facts.models import Fact, Kind, Status
 from indexing.tokens import count_tokens
+from observability.metrics import context_observe
 from retrieval.inputs import recall_query
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
@@ -213,6 +214,7 @@ def context_cached(
     if ttl <= 0:
         block = context_build(tenant=tenant, **arguments)
         recall_latency_note(tenant=tenant, ms=(time.perf_counter() - started) * 1000)
+        context_observe(cache="off", seconds=time.perf_counter() - started)
         return block
     with tenant_scope(tenant) as tenant_id:
         generation = _generation(tenant_id)
@@ -224,12 +226,14 @@ def context_cached(
         digest = hashlib.sha256(repr(keyed).encode()).hexdigest()[:32]
         key = f"mnemosyne:{tenant_id}:context:{generation}:{digest}"
         block = cache.get(key)
+        hit = block is not None
         if block is None:
             block = context_build(tenant=tenant, **arguments)
             cache.set(key, block, ttl)
     retrievals_record(tenant=tenant, fact_ids=block.fact_ids)
     # What the agent waited for, cache hits included (the dashboard's latency chart).
     recall_latency_note(tenant=tenant, ms=(time.perf_counter() - started) * 1000)
+    context_observe(cache="hit" if hit else "miss", seconds=time.perf_counter() - started)
     return block
 
 

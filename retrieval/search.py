@@ -27,6 +27,7 @@ from indexing.embedders import EmbedderError
 from indexing.language import LANGUAGES, language_means, query_without_language, text_language
 from indexing.text import analyze
 from indexing.vectors import embedder_for, serving_space
+from observability.metrics import recall_observe
 from retrieval.inputs import CHANNELS, RecallQuery
 from retrieval.stats import corpus_stats
 from tenants.models import Tenant
@@ -476,16 +477,22 @@ def _gather(
     candidates: dict[int, _Candidate] = {}
     scorers: dict[str, Any] = {}
     if "fts" in chosen:
+        started = time.perf_counter()
         raw["fts"] = _fts_scores(tenant_id, query, filters, candidates, scorers)
+        timings["fts"] = (time.perf_counter() - started) * 1000
     if "vec" in chosen:
+        started = time.perf_counter()
         raw["vec"] = _vector_scores(tenant_id, query, filters, timings, candidates, scorers)
+        timings["vec"] = (time.perf_counter() - started) * 1000
     _add_neighbours(tenant_id, raw, filters, candidates)
     _complete_scores(tenant_id, raw, scorers, candidates)
     if "entity" in chosen:
         # Gated, entities only re-rank what full text and vectors found: score just those.
         textual = [raw[c] for c in raw if c != "entity"]
         among = set().union(*textual) if textual else None
+        started = time.perf_counter()
         raw["entity"] = _entity_scores(tenant_id, query, filters, among)
+        timings["entity"] = (time.perf_counter() - started) * 1000
     # Min-max for the unbounded channels; the entity channel is a share already.
     normalised = {c: scores if c == "entity" else _minmax(scores) for c, scores in raw.items()}
     # Full text and vectors bring what fusion needs of a fact; entities bring ids only.
@@ -553,4 +560,5 @@ def recall_search(
         for score, fid, factors in best
     ]
     timings["total"] = (time.perf_counter() - started) * 1000
+    recall_observe(timings)
     return RecallResult(hits=hits, timings_ms=timings)

@@ -25,6 +25,7 @@ from typing import Any, Concatenate, ParamSpec
 from celery import current_app, shared_task
 from django.db import InterfaceError, OperationalError
 
+from observability.context import log_tenant_set
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -113,6 +114,7 @@ def tenant_task(
             tenant = Tenant.objects.filter(pk=tenant_id).first()
             if tenant is None:
                 return 0
+            log_tenant_set(tenant.slug)  # on every log line the task writes from here on
             if not scoped:
                 return body(tenant, *args, **kwargs)
             with tenant_scope(tenant):

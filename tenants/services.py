@@ -18,6 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from observability.context import log_tenant_set
 from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
@@ -491,6 +492,7 @@ def apikey_authenticate(*, token: str, address: str | None = None) -> ApiKey | N
         return None
     apikey_usage_record(key=key)
     scope_limit_set(key.scope_prefix)
+    log_tenant_set(key.tenant.slug)
     return key
 
 

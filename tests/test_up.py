@@ -94,6 +94,34 @@ def _pids(home: Path) -> list[int]:
     return [info["pid"], *info["children"].values(), postmaster]
 
 
+def _metrics_of_every_process(url: str, home: Path) -> None:
+    """/metrics of a web process adds up what every web and worker process recorded (the
+    worker's heartbeat tasks, the web processes' answers to /healthz) from the data directory's
+    multi-process folder."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    beat = (
+        "mnemosyne_tasks_total",
+        (("outcome", "success"), ("task", "memoryadmin.tasks.heartbeat")),
+    )
+    assert samples.get(beat, 0) >= 1, text
+    healthz = [
+        value
+        for (name, labels), value in samples.items()
+        if name == "mnemosyne_http_request_duration_seconds_count"
+        and ("route", "healthz") in labels
+    ]
+    assert sum(healthz) >= 1, text
+    assert list((home / "run" / "metrics").glob("*.db")), "each process writes its own file"
+
+
 def test_up_serves_a_healthy_mnemosyne_and_ctrl_c_leaves_nothing_behind(tmp_path: Path) -> None:
     home = tmp_path / "home"
     up = Up(home, free_port())
@@ -115,6 +143,7 @@ def test_up_serves_a_healthy_mnemosyne_and_ctrl_c_leaves_nothing_behind(tmp_path
         assert status_cmd.returncode == 0, status_cmd.stdout + status_cmd.stderr
         assert f"running: yes (pid {up.process.pid}) at {up.url}/" in status_cmd.stdout
         assert "health: ok" in status_cmd.stdout
+        _metrics_of_every_process(up.url, home)
 
         assert up.stop_with(signal.SIGINT) == 0, up.output  # what Ctrl-C sends
     finally:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from observability.context import log_tenant_set
 from tenants.actors import Actor
 from tenants.errors import NotFound
 from tenants.models import ApiKey, Role, Tenant
@@ -69,4 +70,5 @@ def person_access(*, user: AbstractBaseUser, slug: str) -> Access:
     role = membership_role(tenant=tenant, user=user)
     if role is None:
         raise NotFound("tenant", slug)
+    log_tenant_set(tenant.slug)  # on the request's log lines from here on
     return Access(tenant, Actor.user(user), ROLE_RIGHTS[role], role)

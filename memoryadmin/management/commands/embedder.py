@@ -1,14 +1,11 @@
 from __future__ import annotations
 
+import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-
-from facts.embedding import vector_switch_progress
-from indexing.embedders import EmbedderError, embedder_health, get_embedder
-from indexing.vectors import vector_model_register
+from django.core.management.base import BaseCommand, CommandParser
 
 
 class Command(BaseCommand):
@@ -27,15 +24,19 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        from facts.embedding import vector_switch_progress
+        from indexing.embedders import EmbedderError, embedder_health, get_embedder
+        from indexing.vectors import vector_model_register
+
         spec = settings.MNEMOSYNE_EMBEDDER
         started = time.monotonic()
         try:
             embedder = get_embedder(spec, settings.MNEMOSYNE_MODEL_DIR)
         except EmbedderError as error:
-            raise CommandError(f"embedder {spec!r}: {error}") from None
+            self._fail(f"embedder {spec!r}: {error}")
         health = embedder_health(embedder)
         if not health["ok"]:
-            raise CommandError(f"embedder {health['name']}: {health['detail']}")
+            self._fail(f"embedder {health['name']}: {health['detail']}")
         self.stdout.write(
             f"{health['name']} ({health['dimension']} dimensions) ready in "
             f"{time.monotonic() - started:.1f} s; {health['detail']}"
@@ -43,13 +44,18 @@ class Command(BaseCommand):
         try:
             vector_model_register(embedder, spec)
         except EmbedderError as error:
-            raise CommandError(str(error)) from None
+            self._fail(str(error))
         while True:
             progress = vector_switch_progress()
             self.stdout.write(self._describe(progress))
             if not (options["watch"] and progress.filling):
                 return
             time.sleep(5)
+
+    def _fail(self, message: str) -> NoReturn:
+        """The embedder does not work: not a bad argument (exit 2) but a failure (exit 1)."""
+        self.stderr.write(f"mnemosyne embedder: {message}")
+        sys.exit(1)
 
     @staticmethod
     def _describe(progress: Any) -> str:

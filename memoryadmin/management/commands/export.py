@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import argparse
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -7,18 +8,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from facts.bundles import bundle_stem
-from facts.transfer import tenant_export
-from memoryadmin.progress import ProgressBar
-from tenants.actors import Actor
-from tenants.models import Tenant
-
 
 def _since(value: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        raise CommandError(f"--since: {value!r} is not a date like 2026-01-31") from None
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date like 2026-01-31") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -30,15 +25,26 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("tenant", help="the tenant's slug")
-        parser.add_argument("--scope", default=None, help="only this scope and below")
-        parser.add_argument("--since", default=None, help="only facts changed since this date")
+        parser.add_argument(
+            "--scope", default=None, metavar="PATH", help="only this scope path and below"
+        )
+        parser.add_argument(
+            "--since", type=_since, default=None, metavar="DATE",
+            help="only facts changed since this date (2026-01-31, UTC)",
+        )  # fmt: skip
         parser.add_argument("--out", required=True, help="where to write the bundle")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        from facts.bundles import bundle_stem
+        from facts.transfer import tenant_export
+        from memoryadmin.progress import ProgressBar
+        from tenants.actors import Actor
+        from tenants.models import Tenant
+
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
         if tenant is None:
             raise CommandError(f"no tenant {options['tenant']!r}")
-        since = _since(options["since"]) if options["since"] else None
+        since = options["since"]
         out = bundle_stem(Path(options["out"]).expanduser().resolve())
         bar = ProgressBar("exporting", self.stderr._out)
         started = time.monotonic()

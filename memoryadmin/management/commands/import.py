@@ -6,13 +6,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from facts.bundles import BundleError
-from facts.transfer import tenant_import
-from memoryadmin.progress import ProgressBar
-from tenants.actors import Actor
-from tenants.errors import InvalidInput
-from tenants.models import Tenant
-
 
 class Command(BaseCommand):
     help = (
@@ -25,6 +18,13 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", required=True, help="the tenant's slug")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        from facts.bundles import BundleError
+        from facts.transfer import tenant_import
+        from memoryadmin.progress import ProgressBar
+        from tenants.actors import Actor
+        from tenants.errors import InvalidInput
+        from tenants.models import Tenant
+
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
         if tenant is None:
             raise CommandError(f"no tenant {options['tenant']!r}")

@@ -1,13 +1,22 @@
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memoryadmin.embedded_db import EmbeddedDatabaseError
 from memoryadmin.env import env_int, env_str
-from memoryadmin.supervisor import Supervisor, SupervisorError, UpOptions
+
+
+def _at_least_one(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is less than 1")
+    return number
 
 
 class Command(BaseCommand):
@@ -24,19 +33,22 @@ class Command(BaseCommand):
             help="HOST:PORT for the web server (default: $MNEMOSYNE_BIND or 127.0.0.1:8000)",
         )
         parser.add_argument(
-            "--web-workers", type=int, default=env_int("MNEMOSYNE_WEB_WORKERS", 2, minimum=1)
+            "--web-workers",
+            type=_at_least_one,
+            default=env_int("MNEMOSYNE_WEB_WORKERS", 2, minimum=1),
+            help="web server processes (default: $MNEMOSYNE_WEB_WORKERS or 2)",
         )
         parser.add_argument(
             "--concurrency",
-            type=int,
+            type=_at_least_one,
             default=env_int("MNEMOSYNE_WORKER_CONCURRENCY", 2, minimum=1),
-            help="Celery worker processes",
+            help="Celery worker processes (default: $MNEMOSYNE_WORKER_CONCURRENCY or 2)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        for name in ("web_workers", "concurrency"):
-            if options[name] < 1:
-                raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
+        from memoryadmin.embedded_db import EmbeddedDatabaseError
+        from memoryadmin.supervisor import Supervisor, SupervisorError, UpOptions
+
         supervisor = Supervisor(
             UpOptions(
                 bind=options["bind"],
@@ -49,8 +61,11 @@ class Command(BaseCommand):
             code = supervisor.run()
         except KeyboardInterrupt:
             code = 0
-        except (SupervisorError, EmbeddedDatabaseError) as error:
+        except SupervisorError as error:
             raise CommandError(str(error)) from None
+        except EmbeddedDatabaseError as error:
+            self.stderr.write(f"mnemosyne up: the embedded database failed: {error}")
+            code = 1
         if code:
             sys.exit(code)
 
