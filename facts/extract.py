@@ -25,10 +25,11 @@ from functools import cache
 from typing import Any
 
 from facts.entities import EMPTY_DICTIONARY, Dictionary, FoundEntity, entity_normalize
+from facts.entity_types import Mention, settle_types
 from facts.models import EntityRole, EntityType
 
 # Bumped whenever the rules change what they find: beat's sweep then re-links every fact.
-EXTRACTOR_VERSION = "2"
+EXTRACTOR_VERSION = "3"
 
 PERSON = str(EntityType.PERSON)
 PLACE = str(EntityType.PLACE)
@@ -151,6 +152,7 @@ class _Candidate:
     start: int
     name: str
     type: str
+    sure: bool = True  # False: the type is a guess that facts.entity_types settles
 
 
 def _is_surname_title(word: str) -> bool:
@@ -242,7 +244,7 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
             continue
         kind = _TAG_TYPES.get(flag)
         if kind is not None and len(word) >= 2 and word not in _HAN_NOT_NAMES:
-            found.append(_Candidate(start, word, kind))
+            found.append(_Candidate(start, word, kind, sure=False))
     return found
 
 
@@ -574,7 +576,8 @@ def _english_candidates(text: str) -> list[_Candidate]:
         kind = _entity_type([w.text for w in run], person_clue)
         if kind == PERSON and run[-1].text.lower() in _WEEKDAYS_MONTHS:
             continue
-        found.append(_Candidate(run[0].start, name, kind))
+        sure = titled or run[0].start in speaker_starts or kind in (ORGANIZATION, PLACE)
+        found.append(_Candidate(run[0].start, name, kind, sure=sure))
     return found
 
 
@@ -604,9 +607,8 @@ def _quoted_candidates(text: str) -> list[_Candidate]:
             continue
         if all(_not_a_name(p) or p in _CONNECTORS for p in parts):
             continue
-        found.append(
-            _Candidate(match.start(group) + (len(inner) - len(inner.lstrip())), name, OTHER)
-        )
+        at = match.start(group) + (len(inner) - len(inner.lstrip()))
+        found.append(_Candidate(at, name, OTHER, sure=False))
     return found
 
 
@@ -637,18 +639,20 @@ def extract_entities(text: str, dictionary: Dictionary = EMPTY_DICTIONARY) -> li
     forced = [_Candidate(m.start, m.name, m.type) for m in terms]
     candidates = sorted(forced + guessed, key=lambda c: c.start)  # stable: the term wins
 
+    candidates = [c for c in candidates if entity_normalize(c.name) and len(c.name.strip())
+                  <= _MAX_NAME_CHARS]  # fmt: skip
+    mentions = [Mention(c.start, c.name.strip(), c.type, c.sure) for c in candidates]
+    kinds = settle_types(text, mentions, surnames=_SURNAMES)
     ordered: dict[str, _Candidate] = {}
-    for candidate in candidates:
+    for candidate, kind in zip(candidates, kinds, strict=True):
         name = candidate.name.strip()
         key = entity_normalize(name)
-        if not key or len(name) > _MAX_NAME_CHARS:
-            continue
         seen = ordered.get(key)
         if seen is None:
-            ordered[key] = _Candidate(candidate.start, name, candidate.type)
-        elif seen.type == OTHER and candidate.type != OTHER:
-            # A later, clearer mention ("Alice's", "Dr. Alice") settles the type.
-            seen.type = candidate.type
+            ordered[key] = _Candidate(candidate.start, name, kind, candidate.sure)
+        elif (candidate.sure and not seen.sure) or (seen.type == OTHER and kind != OTHER):
+            # A later, clearer mention ("Dr. Alice", "Alice Corp") settles the type.
+            seen.type, seen.sure = kind, candidate.sure
     return [
         FoundEntity(
             name=c.name,
