@@ -363,10 +363,13 @@ def settle_types(text: str, mentions: list[Mention], *, surnames: frozenset[str]
 
 
 def _best(scores: Scores, mention: Mention) -> str:
-    evidence = {kind: weight for kind, weight in scores.items() if weight > 0}
+    han = bool(_HAN.search(mention.name))
+    # A Chinese name needs more than jieba's doubtful person tag (乌龙茶 is tagged nr).
+    floor = 1.0 if han else 0.0
+    evidence = {kind: weight for kind, weight in scores.items() if weight > floor}
     if evidence:
         return max(evidence, key=lambda k: evidence[k])
-    if _HAN.search(mention.name):
+    if han:
         return OTHER if mention.base == PERSON else mention.base
     # A Latin name with no evidence at all, neither a person's given name nor a place nor a
     # company: a brand, an app, a tool far more often than anything else.
