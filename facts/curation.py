@@ -92,6 +92,7 @@ _IN_AUDIT_LOG: dict[str, str] = {
     EntityAction.ALIAS_REMOVE: "entity_alias_remove",
     EntityAction.MERGE: "entity_merge",
     EntityAction.SPLIT: "entity_split",
+    EntityAction.ALIAS_DISMISS: "entity_alias_dismiss",
 }
 
 
