@@ -59,14 +59,17 @@ _LEFT_EN: dict[str, tuple[str, float]] = {
     **dict.fromkeys("near around across outside towards toward".split(), (PLACE, 2.0)),
     **dict.fromkeys("in via inside".split(), (PLACE, 1.5)),
     **dict.fromkeys("to".split(), (PLACE, 1.2)),
-    **dict.fromkeys("from".split(), (PLACE, 0.8)),
-    **dict.fromkeys("at".split(), (PLACE, 0.6)),
+    # "from" and "at" name places and organisations alike; the place list tells places apart.
+    **dict.fromkeys("from at".split(), (ORGANIZATION, 0.7)),
     **dict.fromkeys(
         "use uses used using install installed installing download downloaded deploy deployed "
         "upgrade upgraded bumped migrate migrated switch switched replace replaced evaluate "
         "evaluating adopt adopted try trying tried enable enabled configure configured "
         "my his her our their your".split(), (PRODUCT, 1.6)),
     **dict.fromkeys("on".split(), (PRODUCT, 0.6)),
+    **dict.fromkeys(
+        "project projects codename initiative book novel film movie show series album song "
+        "podcast event".split(), (OTHER, 2.0)),
     **dict.fromkeys(
         "with ask asked tell told text texted call called ping pinged thanks thank met meet "
         "meeting dear hi hey cc remind reminded emailed email wrote wrote to by".split(),
@@ -99,8 +102,16 @@ _RIGHT_EN: dict[str, tuple[str, float]] = {
     **dict.fromkeys(
         "said says say told tells thinks thought asked asks wants wanted wrote writes "
         "called calls replied agreed recommended recommends suggested reported presented "
-        "proposed confirmed noted raised promised sent texted is was will would can could "
-        "has had and".split(), (PERSON, 0.6)),
+        "proposed confirmed noted raised promised sent texted to".split(), (PERSON, 0.6)),
+    **dict.fromkeys("is was will would can could has had and".split(), (PERSON, 0.3)),
+    **dict.fromkeys(
+        "prefers likes loves hates wants needs reads drinks eats works lives says thinks knows "
+        "plays teaches owns leads manages speaks writes studies visits goes feels hopes "
+        "believes remembers forgets prefer like love hate".split(), (PERSON, 0.8)),
+    **dict.fromkeys(
+        "met went took got made came left ran saw gave found bought brought kept lost won spent "
+        "felt knew began flew drove ate sat stood paid sold built led taught caught".split(),
+        (PERSON, 0.6)),
     **dict.fromkeys("'s ’s".split(), (PERSON, 0.8)),
     **dict.fromkeys(
         "app apps version versions cluster clusters server servers client sdk api plugin "
@@ -112,6 +123,12 @@ _RIGHT_EN: dict[str, tuple[str, float]] = {
         "office offices team teams headquarters hq staff employees shares stock ceo cto "
         "board customers inc".split(), (ORGANIZATION, 1.0)),
     **dict.fromkeys("region city area airport station".split(), (PLACE, 1.5)),
+    **dict.fromkeys(
+        "cafe café restaurant bar pub hotel shop store bakery gym clinic agency studio"
+        .split(), (ORGANIZATION, 1.5)),
+    **dict.fromkeys(
+        "project initiative workstream programme program campaign festival marathon "
+        "conference summit".split(), (OTHER, 2.0)),
 }  # fmt: skip
 # Words whose presence makes a text technical: its unknown names lean to products.
 _TECH_WORDS = frozenset(
@@ -141,7 +158,7 @@ def _right_word(text: str, end: int) -> str:
     if tail.startswith(("'s", "’s")):
         return "'s"
     match = _WORDS.search(tail)
-    if match is None or tail[: match.start()].strip(" \t"):
+    if match is None or tail[: match.start()].strip(" \t\"'”’)»"):  # after a closing quote too
         return ""
     return match.group().lower()
 
@@ -152,6 +169,8 @@ def _english_scores(text: str, mention: Mention, scores: Scores) -> None:
     end = mention.start + len(name)
     left = _left_words(text, mention.start)
     if left:
+        if left[0] == "the":
+            scores[PERSON] -= 1.0  # "the Google campus", "the Roxy": people go without "the"
         if left[0] in _LEFT_EN:
             kind, weight = _LEFT_EN[left[0]]
             scores[kind] += weight
@@ -169,6 +188,8 @@ def _english_scores(text: str, mention: Mention, scores: Scores) -> None:
         scores[PRODUCT] += 2.0  # iPhone, macOS, PyTorch, 1Password, Pixel 8
     if _DOT_PRODUCT.search(name):
         scores[PRODUCT] += 2.0
+    if "&" in name:
+        scores[ORGANIZATION] += 3.0  # Johnson & Johnson, AT&T, Marks & Spencer
     if name.lower().endswith(".com"):
         scores[ORGANIZATION] += 2.0
     if len(words) == 1 and _ACRONYM.match(name):
@@ -185,12 +206,13 @@ def _english_scores(text: str, mention: Mention, scores: Scores) -> None:
         scores[ORGANIZATION] += 2.0
     if first in given:
         scores[PERSON] += 2.5 if len(words) > 1 else 1.5
-    elif len(words) == 2 and all(w[:1].isupper() and w[1:].islower() for w in words):
-        scores[PERSON] += 0.5  # two plain capitalised words: most often a full name
-    if len(words) > 1 and words[-1].casefold() in given:
-        scores[PERSON] += 0.5
-    if right not in _RIGHT_EN and len(right) > 3 and right.endswith(("ed", "s")):
-        scores[PERSON] += 0.5  # "Dmitry cooked", "Thabo maintains": someone did something
+    if len(words) == 2 and (
+        words[-1].casefold() in gazetteers.family_names()
+        or words[0].casefold() in gazetteers.family_names()  # Zhou Lei: family name first
+    ):
+        scores[PERSON] += 1.0
+    if right not in _RIGHT_EN and len(right) > 3 and right.endswith("ed"):
+        scores[PERSON] += 0.5  # "Dmitry cooked": someone did something
 
 
 # -- Chinese --------------------------------------------------------------------------------
@@ -217,7 +239,8 @@ _LEFT_ZH: tuple[tuple[str, str, float], ...] = (
     ("装了", PRODUCT, 2.5), ("下载了", PRODUCT, 2.5), ("用的是", PRODUCT, 2.5),
     ("升级", PRODUCT, 1.5), ("迁到", PRODUCT, 1.5), ("迁移到", PRODUCT, 1.5),
     ("换成", PRODUCT, 1.5), ("基于", PRODUCT, 2.0), ("接入", PRODUCT, 2.0),
-    ("客户", ORGANIZATION, 2.0), ("供应商", ORGANIZATION, 2.0), ("合作方", ORGANIZATION, 2.0),
+    ("的", PRODUCT, 0.8), ("客户", ORGANIZATION, 2.0), ("供应商", ORGANIZATION, 2.0),
+    ("合作方", ORGANIZATION, 2.0),
     ("加入", ORGANIZATION, 2.0), ("入职", ORGANIZATION, 2.5), ("跳槽到", ORGANIZATION, 2.5),
     ("辞职去", ORGANIZATION, 2.5), ("和", PERSON, 0.5), ("跟", PERSON, 0.8),
     ("问", PERSON, 1.0), ("告诉", PERSON, 1.5), ("让", PERSON, 0.8), ("叫", PERSON, 0.5),
@@ -225,7 +248,7 @@ _LEFT_ZH: tuple[tuple[str, str, float], ...] = (
 # What comes right after it.
 _RIGHT_ZH: tuple[tuple[str, str, float], ...] = (
     ("上班", ORGANIZATION, 3.0), ("工作", ORGANIZATION, 2.0), ("实习", ORGANIZATION, 3.0),
-    ("任职", ORGANIZATION, 3.0), ("做", ORGANIZATION, 1.0), ("干", ORGANIZATION, 1.0),
+    ("任职", ORGANIZATION, 3.0),
     ("读", ORGANIZATION, 1.5), ("宣布", ORGANIZATION, 2.0), ("发布", ORGANIZATION, 1.5),
     ("推出", ORGANIZATION, 2.0), ("的股价", ORGANIZATION, 3.0), ("的销量", ORGANIZATION, 2.0),
     ("董事长", ORGANIZATION, 3.0), ("创始人", ORGANIZATION, 3.0), ("的员工", ORGANIZATION, 2.0),
@@ -279,6 +302,8 @@ def _chinese_context(text: str, mention: Mention, scores: Scores) -> None:
             break
     if after.startswith(_TITLES_AFTER_ZH):
         scores[PERSON] += 3.0
+    if before.endswith("在") and after.startswith(("做", "干")):
+        scores[ORGANIZATION] += 1.5  # 在字节跳动做产品
 
 
 def _chinese_scores(text: str, mention: Mention, scores: Scores, surname: bool) -> None:
@@ -331,7 +356,7 @@ def mention_scores(text: str, mention: Mention, *, surnames: frozenset[str]) -> 
 def _joined(text: str, first: Mention, second: Mention) -> bool:
     """`first` and `second` are named together as a list: "A, B", "A and B", "A、B", "A和B"."""
     gap = text[first.start + len(first.name) : second.start]
-    return bool(re.fullmatch(r"\s*(?:,|、|/|&|and|or|和|与|跟|及|以及|或)\s*", gap))
+    return bool(re.fullmatch(r"\s*(?:,|、|/|&|and|or|和|及|以及|或)\s*", gap))
 
 
 def settle_types(text: str, mentions: list[Mention], *, surnames: frozenset[str]) -> list[str]:
@@ -342,7 +367,7 @@ def settle_types(text: str, mentions: list[Mention], *, surnames: frozenset[str]
     if technical:
         for mention, evidence in zip(mentions, own, strict=True):
             if not mention.sure:
-                evidence[PRODUCT] += 1.2
+                evidence[PRODUCT] += 1.0
     settled = []
     for index, mention in enumerate(mentions):
         if mention.sure:
@@ -357,7 +382,8 @@ def settle_types(text: str, mentions: list[Mention], *, surnames: frozenset[str]
                         own[other] if not mentions[other].sure else {mentions[other].base: SURE}
                     )
                     for kind, weight in neighbour.items():
-                        scores[kind] += 0.5 * weight
+                        # Half the neighbour's evidence, and never more than a cue word's worth.
+                        scores[kind] += min(1.0, 0.5 * weight)
         settled.append(_best(scores, mention))
     return settled
 

@@ -72,9 +72,10 @@ _HAN_FIXED_TYPES = {
     **dict.fromkeys(
         "华为 腾讯 百度 京东 微软 谷歌 美团 滴滴 阿里巴巴 阿里 苹果公司".split(), ORGANIZATION
     ),
-    **dict.fromkeys("淘宝 微信 支付宝 抖音".split(), OTHER),
     **dict.fromkeys(
-        "飞书 钉钉 企业微信 腾讯会议 腾讯云 阿里云 华为云 百度网盘 小红书".split(), PRODUCT
+        "淘宝 微信 支付宝 抖音 飞书 钉钉 企业微信 腾讯会议 腾讯云 阿里云 华为云 百度网盘 "
+        "小红书".split(),
+        PRODUCT,
     ),
 }
 _HAN_FIXED = re.compile("|".join(sorted(_HAN_FIXED_TYPES, key=len, reverse=True)))

