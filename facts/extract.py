@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from facts import gazetteers
 from facts.entities import EMPTY_DICTIONARY, Dictionary, FoundEntity, entity_normalize
 from facts.entity_types import Mention, settle_types
 from facts.models import EntityRole, EntityType
@@ -115,6 +116,15 @@ _CN_QUOTE = re.compile(
     r"(项目|计划|产品|系统|平台|品牌|应用|软件|App|APP|公司|集团|团队|小组|工作室|基金会)?"
 )
 _CN_BOOK = re.compile(r"《([^》\n]{1,30})》")
+# 在携程实习, 在字节跳动上班: where someone works is named between 在 and the verb (the name
+# is typed as anything else: 在北京工作 is a place).
+_CN_WORKPLACE = re.compile(
+    r"(?:在|去|到)([\u4e00-\u9fffA-Za-z]{2,8}?)(?:上班|工作|实习|任职|打工|当实习生)"
+)
+_NOT_IN_WORKPLACE = re.compile("[的了这那我你他她们个家里边面也都还在去到和跟]")
+_NOT_WORKPLACES = frozenset(
+    "公司 单位 学校 医院 银行 工厂 外地 本地 国外 国内 总部 老家 那儿 这儿".split()
+)
 _CN_QUOTE_ORG = frozenset({"公司", "集团", "团队", "小组", "工作室", "基金会"})
 # “名称” right after these words is a name being given: 产品叫“云帆”, 代号“灯塔”.
 _CN_NAMING = ("叫", "名为", "称为", "代号", "名叫", "取名")
@@ -125,9 +135,11 @@ _NUMERAL_TAGS = frozenset({"m", "mq", "q"})
 # an unknown full name.
 _SURNAME_TAGS = frozenset({"nr", "nrfg", "zg", "ng", "j"})
 # Tags a loose character of a given name carries; verbs, particles, prepositions never qualify.
-_GIVEN_NAME_TAGS = frozenset({"nr", "nrfg", "ng", "n", "a", "ag", "zg", "j", "nz", "b", "tg", "x"})
+_GIVEN_NAME_TAGS = frozenset(
+    {"nr", "nrfg", "ng", "n", "a", "ag", "zg", "j", "nz", "b", "tg", "x", "z", "ns"}
+)
 _NOT_GIVEN_NAME = frozenset("家们人等里上下中前后外内年月日天点分号个次事话总大多少好新老小")
-_COMMON_VERBS = frozenset("说是有在要去来给和对把被让到用做看想会能叫")
+_COMMON_VERBS = frozenset("说是有在要去来给和对把被让到用做看想会能叫问从跟")
 _NOT_GIVEN_TAGS = frozenset({"p", "u", "uj", "ul", "c", "y", "m", "q", "r", "d"})
 # What follows a sentence's subject: a verb, an adverb, a preposition or a time word.
 _PREDICATE_TAGS = frozenset({"v", "vn", "d", "p", "t", "ad", "vd"})
@@ -219,7 +231,7 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
                 continue
             if len(word) == 1 and flag in _SURNAME_TAGS:
                 # 林/小雨: surname + a given name the dictionary knows.
-                if len(nxt) == 2 and pairs[i + 1][1] == "nr":
+                if len(nxt) == 2 and pairs[i + 1][1] in ("nr", "nrfg", "nz"):
                     found.append(_Candidate(start, word + nxt, PERSON))
                     i += 2
                     continue
@@ -232,6 +244,7 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
                     and len(pairs[j][0]) == 1
                     and pairs[j][1] in _GIVEN_NAME_TAGS
                     and pairs[j][0] not in _NOT_GIVEN_NAME
+                    and pairs[j][0] not in _COMMON_VERBS
                 ):
                     j += 1
                 if j > i + 1:
@@ -245,8 +258,31 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
             continue
         kind = _TAG_TYPES.get(flag)
         if kind is not None and len(word) >= 2 and word not in _HAN_NOT_NAMES:
+            if nxt in _ORG_TAILS:
+                # 招商局/集团, 海南/航空, 京东/物流: the name and its designator are one name.
+                found.append(_Candidate(start, word + nxt, ORGANIZATION))
+                i += 1
+                continue
             found.append(_Candidate(start, word, kind, sure=False))
+        elif (
+            len(word) >= 2
+            and flag not in _NOT_PLACE_TAGS
+            and word not in _HAN_NOT_NAMES
+            and gazetteers.places().get(word, 0) >= _KNOWN_CITY
+        ):
+            # 合肥, 大连: cities the dictionary tags as common words (n, d).
+            found.append(_Candidate(start, word, PLACE, sure=False))
     return found
+
+
+# What joins a name before it into an organisation's name (招商局集团, 海南航空).
+_ORG_TAILS = frozenset(
+    "集团 公司 银行 航空 物流 科技 汽车 证券 保险 电器 控股 股份 传媒 地产 医药 食品".split()
+)
+# A word the dictionary does not know as a name is a place when it is a city of this many
+# people (GeoNames' Chinese names), unless jieba reads it as a verb or a function word.
+_KNOWN_CITY = 300_000
+_NOT_PLACE_TAGS = frozenset({"v", "vn", "vd", "p", "c", "u", "uj", "ul", "r", "m", "q", "y"})
 
 
 def _han_pieces(start: int, end: int, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -283,6 +319,10 @@ def _chinese_candidates(text: str, taken: list[tuple[int, int]]) -> list[_Candid
                 for c in _han_names(pairs, start)
                 if not any(c.start < e and s < c.start + len(c.name) for s, e, _ in fixed)
             )
+    for match in _CN_WORKPLACE.finditer(text):
+        name = match.group(1)
+        if name not in _NOT_WORKPLACES and not _NOT_IN_WORKPLACE.search(name):
+            found.append(_Candidate(match.start(1), name, ORGANIZATION, sure=False))
     for match in _CN_BOOK.finditer(text):
         name = match.group(1).strip()
         if name:
