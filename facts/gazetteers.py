@@ -89,6 +89,7 @@ def _cached(package: str, build: Callable[[], Any]) -> Any:
                 "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
             ) as out:
                 json.dump(value, out, ensure_ascii=False)
+            os.chmod(out.name, 0o644)  # public data: any process of the deployment may read it
             os.replace(out.name, path)  # whole or not at all, whoever writes it too
         except OSError as error:
             logger.warning("gazetteer cache %s not written: %s", path, error)
@@ -151,6 +152,7 @@ def _people() -> dict[str, list[str]]:
     return dict(_cached("Faker", _build_people))
 
 
+@cache
 def given_names() -> frozenset[str]:
     """People's given names in Latin script, casefolded."""
     return frozenset(_people().get("given", ()))
