@@ -72,7 +72,7 @@ _LEFT_EN: dict[str, tuple[str, float]] = {
         "podcast event".split(), (OTHER, 2.0)),
     **dict.fromkeys(
         "with ask asked tell told text texted call called ping pinged thanks thank met meet "
-        "meeting dear hi hey cc remind reminded emailed email wrote wrote to by".split(),
+        "meeting dear hi hey cc remind reminded emailed email wrote by".split(),
         (PERSON, 1.0)),
     **dict.fromkeys(
         "customer client vendor supplier partner partners competitor joined joins join "
@@ -168,15 +168,18 @@ def _english_scores(text: str, mention: Mention, scores: Scores) -> None:
     words = name.split()
     end = mention.start + len(name)
     left = _left_words(text, mention.start)
+    # The place list holds every city of 15,000 people: a place word before a name it does
+    # not know ("in Figma", "to Kadıköy") counts half.
+    known_place = bool(gazetteers.places().get(name.casefold(), 0))
     if left:
         if left[0] == "the":
             scores[PERSON] -= 1.0  # "the Google campus", "the Roxy": people go without "the"
         if left[0] in _LEFT_EN:
             kind, weight = _LEFT_EN[left[0]]
-            scores[kind] += weight
+            scores[kind] += weight if kind != PLACE or known_place else weight / 2
         if len(left) > 1 and f"{left[1]} {left[0]}" in _LEFT2_EN:
             kind, weight = _LEFT2_EN[f"{left[1]} {left[0]}"]
-            scores[kind] += weight
+            scores[kind] += weight if kind != PLACE or known_place else weight / 2
     right = _right_word(text, end)
     if right in _RIGHT_EN:
         kind, weight = _RIGHT_EN[right]
@@ -367,7 +370,7 @@ def settle_types(text: str, mentions: list[Mention], *, surnames: frozenset[str]
     if technical:
         for mention, evidence in zip(mentions, own, strict=True):
             if not mention.sure:
-                evidence[PRODUCT] += 1.0
+                evidence[PRODUCT] += 1.1
     settled = []
     for index, mention in enumerate(mentions):
         if mention.sure:

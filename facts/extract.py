@@ -486,6 +486,11 @@ def _split_word(match: re.Match[str]) -> _Word:
     return _Word(start, match.end(), raw, False, False)
 
 
+def _common_word(key: str) -> bool:
+    """An everyday English word (Faker's list of about 1,000) or a past-tense shape."""
+    return key in gazetteers.common_words() or (len(key) >= 5 and key.endswith("ed"))
+
+
 def _is_capitalised(word: str) -> bool:
     first = word[0]
     if first.isupper():
@@ -611,6 +616,8 @@ def _english_candidates(text: str) -> list[_Candidate]:
                 # in lower case, and adverb/-ing shapes.
                 if key in lower_words or (len(key) >= 6 and key.endswith(_COMMON_ENDINGS)):
                     continue
+                if _common_word(key) and not gazetteers.known_name(key):
+                    continue  # "Budget for ...", "Saved the map ...": a word, not a name
         person_clue = titled or run[-1].possessive or run[0].start in speaker_starts
         # "Acme, Inc." is named "Acme Inc": the comma would defeat matching other mentions.
         name = _COMMA_SPACES.sub(" ", text[run[0].start : run[-1].end])

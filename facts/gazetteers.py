@@ -212,3 +212,18 @@ def _build_companies() -> list[str]:
 def companies() -> frozenset[str]:
     """Names of listed companies, casefolded, with and without their legal form."""
     return frozenset(_cached("pytickersymbols", _build_companies))
+
+
+@cache
+def common_words() -> frozenset[str]:
+    """About 1,000 everyday English words (Faker's en_US word list)."""
+    try:
+        from faker.providers.lorem.en_US import Provider
+    except ImportError:  # pragma: no cover - a declared dependency
+        return frozenset()
+    return frozenset(str(w).casefold() for w in Provider.word_list)
+
+
+def known_name(key: str) -> bool:
+    """`key` (casefolded) is a given or family name, a place or a listed company."""
+    return key in given_names() or key in family_names() or key in places() or key in companies()
