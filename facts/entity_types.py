@@ -200,15 +200,16 @@ def _english_scores(text: str, mention: Mention, scores: Scores) -> None:
     # The lists.
     given = gazetteers.given_names()
     first = words[0].casefold()
+    if first in given:
+        scores[PERSON] += 2.5 if len(words) > 1 else 1.5
     population = gazetteers.places().get(name.casefold(), 0)
     if population:
-        # Sofia, Austin, Adam: a place and a given name both; the words around decide.
+        # Sofia, Austin, David: a place and a given name both; the words around decide (and
+        # a tie goes to the person, counted first).
         cap = 1.5 if len(words) == 1 and first in given else 3.0
         scores[PLACE] += min(cap, 1.0 + math.log10(max(population, 10_000) / 10_000))
     if name.casefold() in gazetteers.companies():
         scores[ORGANIZATION] += 2.0
-    if first in given:
-        scores[PERSON] += 2.5 if len(words) > 1 else 1.5
     if len(words) == 2 and (
         words[-1].casefold() in gazetteers.family_names()
         or words[0].casefold() in gazetteers.family_names()  # Zhou Lei: family name first
@@ -242,7 +243,9 @@ _LEFT_ZH: tuple[tuple[str, str, float], ...] = (
     ("装了", PRODUCT, 2.5), ("下载了", PRODUCT, 2.5), ("用的是", PRODUCT, 2.5),
     ("升级", PRODUCT, 1.5), ("迁到", PRODUCT, 1.5), ("迁移到", PRODUCT, 1.5),
     ("换成", PRODUCT, 1.5), ("基于", PRODUCT, 2.0), ("接入", PRODUCT, 2.0),
-    ("的", PRODUCT, 0.8), ("客户", ORGANIZATION, 2.0), ("供应商", ORGANIZATION, 2.0),
+    ("的", PRODUCT, 1.1), ("台", PRODUCT, 1.5), ("辆", PRODUCT, 1.5), ("部", PRODUCT, 1.0),
+    ("款", PRODUCT, 1.5), ("转给", PERSON, 1.5), ("给", PERSON, 1.0),
+    ("客户", ORGANIZATION, 2.0), ("供应商", ORGANIZATION, 2.0),
     ("合作方", ORGANIZATION, 2.0),
     ("加入", ORGANIZATION, 2.0), ("入职", ORGANIZATION, 2.5), ("跳槽到", ORGANIZATION, 2.5),
     ("辞职去", ORGANIZATION, 2.5), ("和", PERSON, 0.5), ("跟", PERSON, 0.8),
@@ -322,7 +325,8 @@ def _chinese_scores(text: str, mention: Mention, scores: Scores, surname: bool) 
         scores[PRODUCT] += 3.0
     population = gazetteers.places().get(name, 0)
     if population:
-        scores[PLACE] += min(3.0, 1.0 + math.log10(max(population, 10_000) / 10_000))
+        # 桂林, 沈阳 start with a surname; a city of a million people is the likelier reading.
+        scores[PLACE] += min(3.5, 1.0 + math.log10(max(population, 10_000) / 10_000))
     if surname and 2 <= len(name) <= 3:
         scores[PERSON] += 1.6
 
