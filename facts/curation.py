@@ -8,6 +8,7 @@ dictionary, a tenant audit event.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -91,6 +92,7 @@ _IN_AUDIT_LOG: dict[str, str] = {
     EntityAction.ALIAS_REMOVE: "entity_alias_remove",
     EntityAction.MERGE: "entity_merge",
     EntityAction.SPLIT: "entity_split",
+    EntityAction.ALIAS_DISMISS: "entity_alias_dismiss",
 }
 
 
@@ -394,20 +396,22 @@ def relink_run(*, tenant: Tenant, job_id: int, seconds: float = 240.0) -> Relink
         job = RelinkJob.objects.for_tenant(tenant).filter(pk=job_id).first()
     if not claimed or job is None:
         return job
+    types_found: Counter[tuple[int, str]] = Counter()
     while True:
         with tenant_scope(tenant):
-            if _relink_batch(tenant, job):
+            if _relink_batch(tenant, job, types_found):
                 return job
         if (timezone.now() - started).total_seconds() >= seconds:
             break
     # Out of time: back in the queue, where the next run (or the sweep) takes it up.
     with tenant_scope(tenant):
+        entities_retype_found(tenant=tenant, types_found=types_found)
         job.status = RelinkStatus.QUEUED
         job.save(update_fields=["status", "updated_at"])
     return job
 
 
-def _relink_batch(tenant: Tenant, job: RelinkJob) -> bool:
+def _relink_batch(tenant: Tenant, job: RelinkJob, types_found: Counter[tuple[int, str]]) -> bool:
     """Link the next batch of the job's facts anew. True when there was none left (done)."""
     dictionary = entity_dictionary(tenant=tenant)
     facts = list(
@@ -417,13 +421,14 @@ def _relink_batch(tenant: Tenant, job: RelinkJob) -> bool:
         .only("id", "tenant_id", "kind", "speaker", "content")[:RELINK_BATCH]
     )
     for fact in facts:
-        fact_link_entities(tenant=tenant, fact=fact, dictionary=dictionary)
+        fact_link_entities(tenant=tenant, fact=fact, dictionary=dictionary, types_found=types_found)
     if facts:
         job.done += len(facts)
         job.last_fact_id = facts[-1].pk
         job.total = max(job.total, job.done)
         job.save(update_fields=["done", "last_fact_id", "total", "updated_at"])
         return False
+    entities_retype_found(tenant=tenant, types_found=types_found)
     job.status = RelinkStatus.DONE
     job.total = job.done
     job.finished_at = timezone.now()
@@ -438,6 +443,49 @@ def _relink_batch(tenant: Tenant, job: RelinkJob) -> bool:
     if following is not None:
         _schedule_relink(tenant.pk, following.pk)
     return True
+
+
+# Curation that sets an entity's type by hand: a re-link never changes such a type.
+_TYPED_BY_HAND = (EntityAction.RETYPE, EntityAction.SPLIT_FROM)
+
+
+def entities_retype_found(*, tenant: Tenant, types_found: Counter[tuple[int, str]]) -> int:
+    """Give each entity the type the extractor found most often for it among the facts just
+    re-linked (`types_found`: (entity id, type) -> facts), unless someone set its type by hand
+    (a type change or a split on its page): stored entities follow a new extractor as new ones
+    do. Returns how many changed. Caller holds the tenant scope."""
+    votes: dict[int, Counter[str]] = {}
+    for (entity_id, kind), count in types_found.items():
+        votes.setdefault(entity_id, Counter())[kind] += count
+    if not votes:
+        return 0
+    by_hand = set(
+        EntityEvent.objects.for_tenant(tenant)
+        .filter(entity_id__in=list(votes), action__in=_TYPED_BY_HAND)
+        .values_list("entity_id", flat=True)
+    )
+    entities = Entity.objects.for_tenant(tenant)
+    changed = 0
+    current = dict(entities.filter(pk__in=list(votes)).values_list("pk", "type"))
+    moves: dict[str, list[int]] = {}
+    for entity_id, counts in votes.items():
+        if entity_id in by_hand or entity_id not in current:
+            continue
+        top = max(counts.values())
+        # A tie keeps the type the entity has, if it is among the most found.
+        if counts.get(current[entity_id], 0) < top:
+            kind = min(k for k, n in counts.items() if n == top)
+            moves.setdefault(kind, []).append(entity_id)
+    hand_typed = EntityEvent.objects.for_tenant(tenant).filter(action__in=_TYPED_BY_HAND)
+    for kind, ids in moves.items():
+        # The check again in the update itself: a type set by hand a moment ago still wins.
+        changed += (
+            entities.filter(pk__in=ids)
+            .exclude(type=kind)
+            .exclude(pk__in=hand_typed.values("entity_id"))
+            .update(type=kind)
+        )
+    return changed
 
 
 def _drop_orphans(tenant: Tenant) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -215,11 +216,16 @@ def facts_link_new_entities(*, tenant: Tenant, facts: list[Fact]) -> None:
 
 
 def fact_link_entities(
-    *, tenant: Tenant, fact: Fact, dictionary: Dictionary | None = None
+    *,
+    tenant: Tenant,
+    fact: Fact,
+    dictionary: Dictionary | None = None,
+    types_found: Counter[tuple[int, str]] | None = None,
 ) -> list[Entity]:
     """Link `fact` to the entities the extractor finds in it, and only to those: links its
     text no longer supports are removed (an edited fact, a changed dictionary). Caller holds
-    the tenant scope."""
+    the tenant scope. `types_found`, when given, counts (entity id, type found) for each
+    entity the fact names, so a re-link can bring stored entities' types up to date."""
     if dictionary is None:
         dictionary = entity_dictionary(tenant=tenant)
     found = [f for f in entities_found(fact.content, dictionary=dictionary)
@@ -232,6 +238,8 @@ def fact_link_entities(
     for f in found:
         entity = entities[entity_normalize(f.name)]
         linked.setdefault(entity.pk, (entity, f.role))
+        if types_found is not None:
+            types_found[(entity.pk, f.type)] += 1
     links = FactEntity.objects.for_tenant(tenant).filter(fact=fact)
     existing = dict(links.values_list("entity_id", "role"))
     stale = set(existing) - set(linked)

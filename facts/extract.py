@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from facts import gazetteers
 from facts.entities import EMPTY_DICTIONARY, Dictionary, FoundEntity, entity_normalize
+from facts.entity_types import Mention, settle_types
 from facts.models import EntityRole, EntityType
 
 # Bumped whenever the rules change what they find: beat's sweep then re-links every fact.
-EXTRACTOR_VERSION = "2"
+EXTRACTOR_VERSION = "3"
 
 PERSON = str(EntityType.PERSON)
 PLACE = str(EntityType.PLACE)
@@ -71,9 +73,10 @@ _HAN_FIXED_TYPES = {
     **dict.fromkeys(
         "华为 腾讯 百度 京东 微软 谷歌 美团 滴滴 阿里巴巴 阿里 苹果公司".split(), ORGANIZATION
     ),
-    **dict.fromkeys("淘宝 微信 支付宝 抖音".split(), OTHER),
     **dict.fromkeys(
-        "飞书 钉钉 企业微信 腾讯会议 腾讯云 阿里云 华为云 百度网盘 小红书".split(), PRODUCT
+        "淘宝 微信 支付宝 抖音 飞书 钉钉 企业微信 腾讯会议 腾讯云 阿里云 华为云 百度网盘 "
+        "小红书".split(),
+        PRODUCT,
     ),
 }
 _HAN_FIXED = re.compile("|".join(sorted(_HAN_FIXED_TYPES, key=len, reverse=True)))
@@ -113,6 +116,15 @@ _CN_QUOTE = re.compile(
     r"(项目|计划|产品|系统|平台|品牌|应用|软件|App|APP|公司|集团|团队|小组|工作室|基金会)?"
 )
 _CN_BOOK = re.compile(r"《([^》\n]{1,30})》")
+# 在携程实习, 在字节跳动上班: where someone works is named between 在 and the verb (the name
+# is typed as anything else: 在北京工作 is a place).
+_CN_WORKPLACE = re.compile(
+    r"(?:在|去|到)([\u4e00-\u9fffA-Za-z]{2,8}?)(?:上班|工作|实习|任职|打工|当实习生)"
+)
+_NOT_IN_WORKPLACE = re.compile("[的了这那我你他她们个家里边面也都还在去到和跟]")
+_NOT_WORKPLACES = frozenset(
+    "公司 单位 学校 医院 银行 工厂 外地 本地 国外 国内 总部 老家 那儿 这儿".split()
+)
 _CN_QUOTE_ORG = frozenset({"公司", "集团", "团队", "小组", "工作室", "基金会"})
 # “名称” right after these words is a name being given: 产品叫“云帆”, 代号“灯塔”.
 _CN_NAMING = ("叫", "名为", "称为", "代号", "名叫", "取名")
@@ -123,9 +135,11 @@ _NUMERAL_TAGS = frozenset({"m", "mq", "q"})
 # an unknown full name.
 _SURNAME_TAGS = frozenset({"nr", "nrfg", "zg", "ng", "j"})
 # Tags a loose character of a given name carries; verbs, particles, prepositions never qualify.
-_GIVEN_NAME_TAGS = frozenset({"nr", "nrfg", "ng", "n", "a", "ag", "zg", "j", "nz", "b", "tg", "x"})
+_GIVEN_NAME_TAGS = frozenset(
+    {"nr", "nrfg", "ng", "n", "a", "ag", "zg", "j", "nz", "b", "tg", "x", "z", "ns"}
+)
 _NOT_GIVEN_NAME = frozenset("家们人等里上下中前后外内年月日天点分号个次事话总大多少好新老小")
-_COMMON_VERBS = frozenset("说是有在要去来给和对把被让到用做看想会能叫")
+_COMMON_VERBS = frozenset("说是有在要去来给和对把被让到用做看想会能叫问从跟")
 _NOT_GIVEN_TAGS = frozenset({"p", "u", "uj", "ul", "c", "y", "m", "q", "r", "d"})
 # What follows a sentence's subject: a verb, an adverb, a preposition or a time word.
 _PREDICATE_TAGS = frozenset({"v", "vn", "d", "p", "t", "ad", "vd"})
@@ -151,6 +165,7 @@ class _Candidate:
     start: int
     name: str
     type: str
+    sure: bool = True  # False: the type is a guess that facts.entity_types settles
 
 
 def _is_surname_title(word: str) -> bool:
@@ -216,7 +231,7 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
                 continue
             if len(word) == 1 and flag in _SURNAME_TAGS:
                 # 林/小雨: surname + a given name the dictionary knows.
-                if len(nxt) == 2 and pairs[i + 1][1] == "nr":
+                if len(nxt) == 2 and pairs[i + 1][1] in ("nr", "nrfg", "nz"):
                     found.append(_Candidate(start, word + nxt, PERSON))
                     i += 2
                     continue
@@ -229,6 +244,7 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
                     and len(pairs[j][0]) == 1
                     and pairs[j][1] in _GIVEN_NAME_TAGS
                     and pairs[j][0] not in _NOT_GIVEN_NAME
+                    and pairs[j][0] not in _COMMON_VERBS
                 ):
                     j += 1
                 if j > i + 1:
@@ -242,8 +258,31 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
             continue
         kind = _TAG_TYPES.get(flag)
         if kind is not None and len(word) >= 2 and word not in _HAN_NOT_NAMES:
-            found.append(_Candidate(start, word, kind))
+            if nxt in _ORG_TAILS:
+                # 招商局/集团, 海南/航空, 京东/物流: the name and its designator are one name.
+                found.append(_Candidate(start, word + nxt, ORGANIZATION))
+                i += 1
+                continue
+            found.append(_Candidate(start, word, kind, sure=False))
+        elif (
+            len(word) >= 2
+            and flag not in _NOT_PLACE_TAGS
+            and word not in _HAN_NOT_NAMES
+            and gazetteers.places().get(word, 0) >= _KNOWN_CITY
+        ):
+            # 合肥, 大连: cities the dictionary tags as common words (n, d).
+            found.append(_Candidate(start, word, PLACE, sure=False))
     return found
+
+
+# What joins a name before it into an organisation's name (招商局集团, 海南航空).
+_ORG_TAILS = frozenset(
+    "集团 公司 银行 航空 物流 科技 汽车 证券 保险 电器 控股 股份 传媒 地产 医药 食品".split()
+)
+# A word the dictionary does not know as a name is a place when it is a city of this many
+# people (GeoNames' Chinese names), unless jieba reads it as a verb or a function word.
+_KNOWN_CITY = 300_000
+_NOT_PLACE_TAGS = frozenset({"v", "vn", "vd", "p", "c", "u", "uj", "ul", "r", "m", "q", "y"})
 
 
 def _han_pieces(start: int, end: int, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -280,6 +319,10 @@ def _chinese_candidates(text: str, taken: list[tuple[int, int]]) -> list[_Candid
                 for c in _han_names(pairs, start)
                 if not any(c.start < e and s < c.start + len(c.name) for s, e, _ in fixed)
             )
+    for match in _CN_WORKPLACE.finditer(text):
+        name = match.group(1)
+        if name not in _NOT_WORKPLACES and not _NOT_IN_WORKPLACE.search(name):
+            found.append(_Candidate(match.start(1), name, ORGANIZATION, sure=False))
     for match in _CN_BOOK.finditer(text):
         name = match.group(1).strip()
         if name:
@@ -443,6 +486,11 @@ def _split_word(match: re.Match[str]) -> _Word:
     return _Word(start, match.end(), raw, False, False)
 
 
+def _common_word(key: str) -> bool:
+    """An everyday English word (Faker's list of about 1,000) or a past-tense shape."""
+    return key in gazetteers.common_words() or (len(key) >= 5 and key.endswith("ed"))
+
+
 def _is_capitalised(word: str) -> bool:
     first = word[0]
     if first.isupper():
@@ -568,13 +616,16 @@ def _english_candidates(text: str) -> list[_Candidate]:
                 # in lower case, and adverb/-ing shapes.
                 if key in lower_words or (len(key) >= 6 and key.endswith(_COMMON_ENDINGS)):
                     continue
+                if _common_word(key) and not gazetteers.known_name(key):
+                    continue  # "Budget for ...", "Saved the map ...": a word, not a name
         person_clue = titled or run[-1].possessive or run[0].start in speaker_starts
         # "Acme, Inc." is named "Acme Inc": the comma would defeat matching other mentions.
         name = _COMMA_SPACES.sub(" ", text[run[0].start : run[-1].end])
         kind = _entity_type([w.text for w in run], person_clue)
         if kind == PERSON and run[-1].text.lower() in _WEEKDAYS_MONTHS:
             continue
-        found.append(_Candidate(run[0].start, name, kind))
+        sure = titled or run[0].start in speaker_starts or kind in (ORGANIZATION, PLACE)
+        found.append(_Candidate(run[0].start, name, kind, sure=sure))
     return found
 
 
@@ -604,9 +655,8 @@ def _quoted_candidates(text: str) -> list[_Candidate]:
             continue
         if all(_not_a_name(p) or p in _CONNECTORS for p in parts):
             continue
-        found.append(
-            _Candidate(match.start(group) + (len(inner) - len(inner.lstrip())), name, OTHER)
-        )
+        at = match.start(group) + (len(inner) - len(inner.lstrip()))
+        found.append(_Candidate(at, name, OTHER, sure=False))
     return found
 
 
@@ -637,18 +687,20 @@ def extract_entities(text: str, dictionary: Dictionary = EMPTY_DICTIONARY) -> li
     forced = [_Candidate(m.start, m.name, m.type) for m in terms]
     candidates = sorted(forced + guessed, key=lambda c: c.start)  # stable: the term wins
 
+    candidates = [c for c in candidates if entity_normalize(c.name) and len(c.name.strip())
+                  <= _MAX_NAME_CHARS]  # fmt: skip
+    mentions = [Mention(c.start, c.name.strip(), c.type, c.sure) for c in candidates]
+    kinds = settle_types(text, mentions, surnames=_SURNAMES)
     ordered: dict[str, _Candidate] = {}
-    for candidate in candidates:
+    for candidate, kind in zip(candidates, kinds, strict=True):
         name = candidate.name.strip()
         key = entity_normalize(name)
-        if not key or len(name) > _MAX_NAME_CHARS:
-            continue
         seen = ordered.get(key)
         if seen is None:
-            ordered[key] = _Candidate(candidate.start, name, candidate.type)
-        elif seen.type == OTHER and candidate.type != OTHER:
-            # A later, clearer mention ("Alice's", "Dr. Alice") settles the type.
-            seen.type = candidate.type
+            ordered[key] = _Candidate(candidate.start, name, kind, candidate.sure)
+        elif (candidate.sure and not seen.sure) or (seen.type == OTHER and kind != OTHER):
+            # A later, clearer mention ("Dr. Alice", "Alice Corp") settles the type.
+            seen.type, seen.sure = kind, candidate.sure
     return [
         FoundEntity(
             name=c.name,

@@ -284,6 +284,7 @@ class EntityAction(models.TextChoices):
     MERGED = "merged", "merged into another entity"
     SPLIT = "split", "alias split off"
     SPLIT_FROM = "split_from", "made from a split alias"
+    ALIAS_DISMISS = "alias_dismiss", "alias suggestion dismissed"
 
 
 class EntityEvent(TenantOwned):

@@ -216,6 +216,7 @@ class TenantAction(models.TextChoices):
     ENTITY_ALIAS_REMOVE = "entity_alias_remove", "entity alias removed"
     ENTITY_MERGE = "entity_merge", "entities merged"
     ENTITY_SPLIT = "entity_split", "entity alias split off"
+    ENTITY_ALIAS_DISMISS = "entity_alias_dismiss", "entity alias suggestion dismissed"
 
 
 class TenantEvent(TenantOwned):

@@ -33,9 +33,14 @@ def test_bench_entities_scores_extraction_per_language(tmp_path) -> None:
     printed = _run("bench.entities", data, out)
     figures = json.loads(out.read_text())
     assert set(figures) == {"zh", "en"}
-    assert figures["zh"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+    whole = {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert {k: figures["zh"][k] for k in ("precision", "recall", "f1")} == whole
+    assert figures["zh"]["typed"] == whole
+    assert figures["zh"]["by_type"]["place"] == whole | {"expected": 1}
     # Berlin is found but not labelled, Paris labelled but not said: one of two each way.
-    assert figures["en"] == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
+    half = {"precision": 0.5, "recall": 0.5, "f1": 0.5}
+    assert {k: figures["en"][k] for k in ("precision", "recall", "f1")} == half
+    assert figures["en"]["typed"] == half, "Alice is typed a person"
     assert "zh  1 sentences" in printed and "ms per sentence" in printed
 
 

@@ -95,7 +95,7 @@ def test_speaker_and_people_mentioned():
 def test_sentence_initial_words_weekdays_and_months_are_not_names():
     assert extract_entities("The meeting is on Monday") == []
     assert extract_entities("Yesterday we met in May.") == []
-    assert found("Yesterday I met Bob.") == {"Bob": "other"}
+    assert found("Yesterday I met Bob.") == {"Bob": "person"}
 
 
 def test_possessive_quoted_name_and_organisation():
@@ -112,12 +112,12 @@ def test_multi_word_names_titles_and_designators():
         "University of Tokyo": "organization",
     }
     assert found("Actually, Bob works at Bank of America in New York City.") == {
-        "Bob": "other",
+        "Bob": "person",
         "Bank of America": "organization",
         "New York City": "place",
     }
     assert found("Johnson & Johnson bought Acme, Inc. last year") == {
-        "Johnson & Johnson": "other",
+        "Johnson & Johnson": "organization",
         "Acme Inc": "organization",
     }
 
@@ -127,7 +127,7 @@ def test_curly_and_double_quotes():
     assert found('Melanie: I told James\' sister about the "Blue Moon" cafe.') == {
         "Melanie": "person",
         "James": "person",
-        "Blue Moon": "other",
+        "Blue Moon": "organization",
     }
     # A quoted sentence is speech, not a name.
     assert found("she said 'we are late, sorry'") == {}
@@ -141,14 +141,14 @@ def test_labels_contractions_and_shouting_are_not_names():
 
 
 def test_sentence_initial_word_also_used_in_lower_case_is_not_a_name():
-    assert found("Running is fun and I like running with Emily") == {"Emily": "other"}
+    assert found("Running is fun and I like running with Emily") == {"Emily": "person"}
 
 
 def test_mixed_chinese_and_english():
     assert found("Alice和老王在New York见面") == {
-        "Alice": "other",
+        "Alice": "person",
         "老王": "person",
-        "New York": "other",
+        "New York": "place",
     }
 
 

@@ -58,6 +58,7 @@ WRITE_BODIES: dict[str, dict[str, Any]] = {
     "entity_alias_remove": {"alias": "ali"},
     "entity_merge": {"other": "Bob"},
     "entity_split": {"alias": "ali"},
+    "entity_alias_dismiss": {"other": "Bob"},
     "entity_dictionary_add": {"term": "Northstar", "type": "product"},
     "entity_dictionary_remove": {"term": "Orion"},
     "entity_relink": {},

@@ -87,6 +87,7 @@ TERMS: dict[str, Promise] = {
     "merged": _("merged into another entity"),
     "split": _("alias split off"),
     "split_from": _("made from a split alias"),
+    "alias_dismiss": _("alias suggestion dismissed"),
     # entity curation and the user dictionary in the tenant's audit log
     "dictionary_add": _("dictionary term added"),
     "dictionary_change": _("dictionary term changed"),
@@ -97,6 +98,7 @@ TERMS: dict[str, Promise] = {
     "entity_alias_remove": _("entity alias removed"),
     "entity_merge": _("entities merged"),
     "entity_split": _("entity alias split off"),
+    "entity_alias_dismiss": _("entity alias suggestion dismissed"),
     # a recall result's factors
     "trust": _("trust"),
     "decay": _("decay"),

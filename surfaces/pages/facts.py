@@ -12,7 +12,7 @@ from django.shortcuts import redirect
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from facts import conflicts, curation, graph, inputs, services
+from facts import aliases, conflicts, curation, graph, inputs, services
 from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
 from facts.bundles import BundleError
 from facts.models import ConflictStatus, EntityType, Fact, Status
@@ -462,6 +462,7 @@ class EntityListPage(TenantPage):
                 "entities": page.entities,
                 "next_cursor": page.next_cursor,
                 "paged": bool(data["cursor"]),
+                "suggestions": aliases.alias_suggestions(tenant=self.tenant),
             },
         )
 
@@ -644,6 +645,25 @@ class EntitySplitAction(WriteAction):
             }
 
         return _entity_action(self, entity_id, change)
+
+
+@tenant_page(
+    "entities/<id:entity_id>/alias-dismiss", name="entity_alias_dismiss", section="entities"
+)
+class EntityAliasDismissAction(WriteAction):
+    """A suggested alias that is not one: not suggested again. (Accepting is a merge.)"""
+
+    def post(self, request: HttpRequest, entity_id: int) -> HttpResponse:
+        try:
+            text = inputs.clean_entity_name("other", request.POST.get("other", ""))
+            other = curation.entity_find(tenant=self.tenant, text=text)
+            aliases.alias_dismiss(tenant=self.tenant, entity_id=entity_id, other_id=other.pk,
+                                  actor=self.actor)  # fmt: skip
+        except InvalidInput as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(request, _("Not suggested again."))
+        return redirect(self.url("entities"))
 
 
 def _entity_action(view: TenantPage, entity_id: int, change: Any) -> HttpResponse:

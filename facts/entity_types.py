@@ -1,0 +1,409 @@
+"""The type of a name the extractor found: person, place, organization, product or other.
+
+Names are found by `facts.extract`; this module decides what they are, from evidence that does
+not depend on having seen the name before:
+
+- the shape of the name: designator words (Acme Corp, Mission Street, 招商银行, 人民广场),
+  titles (Dr. Okafor, 王总), capitals or digits inside a word (iPhone 15, PyTorch, 1Password);
+- the words around it: "works at" / 在…上班 (an organisation), "in" / "moved to" / 去…出差 (a
+  place), "using" / "installed" / 用 (a product), "X said" / "ask X" / X说 (a person), and the
+  word after it (X's office, X 1.29, X app);
+- name lists that ship inside registry packages (`facts.gazetteers`): the world's cities,
+  countries and states, people's given names, listed companies;
+- jieba's part-of-speech tag, for Chinese, as one signal among these.
+
+Each piece of evidence adds a weight to a type; the heaviest wins, and a name with no evidence
+keeps the type its finder gave it. The weights were set by hand on the tuning sets of
+bench/data (entities_tune.jsonl, entities_styles_tune.jsonl); see docs/entities.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from facts import gazetteers
+from facts.models import EntityType
+
+PERSON = str(EntityType.PERSON)
+PLACE = str(EntityType.PLACE)
+ORGANIZATION = str(EntityType.ORGANIZATION)
+PRODUCT = str(EntityType.PRODUCT)
+OTHER = str(EntityType.OTHER)
+
+# Evidence of this weight or more decides alone (a title, a designator word, a surname rule).
+SURE = 5.0
+
+
+@dataclass(slots=True)
+class Mention:
+    """A name found at text[start:start+len(name)]; `base` the finder's type, `sure` when the
+    finder had decisive evidence (a title, a speaker label, a designator, the dictionary)."""
+
+    start: int
+    name: str
+    base: str
+    sure: bool = False
+
+
+Scores = dict[str, float]
+
+# -- English --------------------------------------------------------------------------------
+
+_WORDS = re.compile(r"[A-Za-z\u00c0-\u024f0-9]+(?:['’.-][A-Za-z0-9]+)*|'s|’s")
+
+# Words just before the name (the nearest first), read as what the name is.
+_LEFT_EN: dict[str, tuple[str, float]] = {
+    **dict.fromkeys("near around across outside towards toward".split(), (PLACE, 2.0)),
+    **dict.fromkeys("in via inside".split(), (PLACE, 1.5)),
+    **dict.fromkeys("to".split(), (PLACE, 1.2)),
+    # "from" and "at" name places and organisations alike; the place list tells places apart.
+    **dict.fromkeys("from at".split(), (ORGANIZATION, 0.7)),
+    **dict.fromkeys(
+        "use uses used using install installed installing download downloaded deploy deployed "
+        "upgrade upgraded bumped migrate migrated switch switched replace replaced evaluate "
+        "evaluating adopt adopted try trying tried enable enabled configure configured "
+        "my his her our their your".split(), (PRODUCT, 1.6)),
+    **dict.fromkeys("on".split(), (PRODUCT, 0.6)),
+    **dict.fromkeys(
+        "project projects codename initiative book novel film movie show series album song "
+        "podcast event".split(), (OTHER, 2.0)),
+    **dict.fromkeys(
+        "with ask asked tell told text texted call called ping pinged thanks thank met meet "
+        "meeting dear hi hey cc remind reminded emailed email wrote by".split(),
+        (PERSON, 1.0)),
+    **dict.fromkeys(
+        "customer client vendor supplier partner partners competitor joined joins join "
+        "employer".split(), (ORGANIZATION, 2.0)),
+}  # fmt: skip
+# Two words before the name ("works at", "moved to").
+_LEFT2_EN: dict[str, tuple[str, float]] = {
+    **dict.fromkeys(
+        "moved to|move to|moving to|flight to|flying to|fly to|flew to|trip to|drive to|"
+        "driving to|going to|back from|lives in|live in|living in|born in|based in|"
+        "office in|grew up in|stay in|stayed in|landed in|land in|arrived in|visit to|"
+        "travelling to|traveling to|holiday in|vacation in|weekend in".split("|"), (PLACE, 2.5)),
+    **dict.fromkeys(
+        "works at|work at|working at|worked at|job at|intern at|interning at|interned at|"
+        "works for|work for|working for|worked for|employed by|offer from|contract with|"
+        "partnership with|deal with|audit by|funded by|acquired by|invest in|invested in|"
+        "shares of|ceo of|cto of|founder of|head of|team at|engineer at|manager at|"
+        "account with|membership at|subscribed to|call with".split("|"), (ORGANIZATION, 3.0)),
+    **dict.fromkeys(
+        "runs on|run on|running on|built on|built with|written in|hosted on|"
+        "migrated to|switched to|replaced with|stored in|deployed on|synced with|"
+        "logged into|log into|signed into|charts for|upgrade to|upgraded to|"
+        "playlist on|app on|alerts to".split("|"), (PRODUCT, 2.0)),
+}  # fmt: skip
+# The word right after the name.
+_RIGHT_EN: dict[str, tuple[str, float]] = {
+    **dict.fromkeys(
+        "said says say told tells thinks thought asked asks wants wanted wrote writes "
+        "called calls replied agreed recommended recommends suggested reported presented "
+        "proposed confirmed noted raised promised sent texted to".split(), (PERSON, 0.6)),
+    **dict.fromkeys("is was will would can could has had and".split(), (PERSON, 0.3)),
+    **dict.fromkeys(
+        "prefers likes loves hates wants needs reads drinks eats works lives says thinks knows "
+        "plays teaches owns leads manages speaks writes studies visits goes feels hopes "
+        "believes remembers forgets prefer like love hate".split(), (PERSON, 0.8)),
+    **dict.fromkeys(
+        "met went took got made came left ran saw gave found bought brought kept lost won spent "
+        "felt knew began flew drove ate sat stood paid sold built led taught caught".split(),
+        (PERSON, 0.6)),
+    **dict.fromkeys("'s ’s".split(), (PERSON, 0.8)),
+    **dict.fromkeys(
+        "app apps version versions cluster clusters server servers client sdk api plugin "
+        "extension playlist account subscription license licences licence licenses update "
+        "build builds release releases image images instance instances tokens token "
+        "dashboard dashboards board boards repo repos jobs job logs tasks consumers queries "
+        "query store".split(), (PRODUCT, 1.5)),
+    **dict.fromkeys(
+        "office offices team teams headquarters hq staff employees shares stock ceo cto "
+        "board customers inc".split(), (ORGANIZATION, 1.0)),
+    **dict.fromkeys("region city area airport station".split(), (PLACE, 1.5)),
+    **dict.fromkeys(
+        "cafe café restaurant bar pub hotel shop store bakery gym clinic agency studio"
+        .split(), (ORGANIZATION, 1.5)),
+    **dict.fromkeys(
+        "project initiative workstream programme program campaign festival marathon "
+        "conference summit".split(), (OTHER, 2.0)),
+}  # fmt: skip
+# Words whose presence makes a text technical: its unknown names lean to products.
+_TECH_WORDS = frozenset(
+    """
+    api apis server servers deploy deployed deploys deployment build builds cluster clusters
+    database databases db queue queues cache latency bug bugs repo repository release releases
+    version commit merge pipeline pipelines config configuration docker container containers
+    node nodes backend frontend script scripts logs logging metrics alerts timeout timeouts
+    upstream ms sdk runtime kernel firmware install installed migration migrated schema
+    endpoint endpoints token tokens code ci cd staging production prod tests test suite
+    """.split()
+)
+_ACRONYM = re.compile(r"^[A-Z]{2,5}$")
+_MIXED_CASE = re.compile(r"^[a-z]+[A-Z]|^[A-Z][a-z]+[A-Z]")
+_DOT_PRODUCT = re.compile(r"\.(js|io|net|py|ai)$", re.IGNORECASE)
+
+
+def _left_words(text: str, start: int, count: int = 3) -> list[str]:
+    words = _WORDS.findall(text[max(0, start - 60) : start])
+    if re.search(r"[.!?;:\n。！？；：]\s*$", text[max(0, start - 3) : start]):
+        return []  # the name starts a sentence or follows a label: nothing before it counts
+    return [w.lower() for w in words[-count:]][::-1]
+
+
+def _right_word(text: str, end: int) -> str:
+    tail = text[end : end + 30]
+    if tail.startswith(("'s", "’s")):
+        return "'s"
+    match = _WORDS.search(tail)
+    if match is None or tail[: match.start()].strip(" \t\"'”’)»"):  # after a closing quote too
+        return ""
+    return match.group().lower()
+
+
+def _english_scores(text: str, mention: Mention, scores: Scores) -> None:
+    name = mention.name
+    words = name.split()
+    end = mention.start + len(name)
+    left = _left_words(text, mention.start)
+    # The place list holds every city of 15,000 people: a place word before a name it does
+    # not know ("in Figma", "to Kadıköy") counts half.
+    known_place = bool(gazetteers.places().get(name.casefold(), 0))
+    if left:
+        if left[0] == "the":
+            scores[PERSON] -= 1.0  # "the Google campus", "the Roxy": people go without "the"
+        if left[0] in _LEFT_EN:
+            kind, weight = _LEFT_EN[left[0]]
+            scores[kind] += weight if kind != PLACE or known_place else weight / 2
+        if len(left) > 1 and f"{left[1]} {left[0]}" in _LEFT2_EN:
+            kind, weight = _LEFT2_EN[f"{left[1]} {left[0]}"]
+            scores[kind] += weight if kind != PLACE or known_place else weight / 2
+    right = _right_word(text, end)
+    if right in _RIGHT_EN:
+        kind, weight = _RIGHT_EN[right]
+        scores[kind] += weight
+    if re.match(r"\s*v?\d", text[end : end + 6]) and not words[-1][:1].isdigit():
+        scores[PRODUCT] += 1.5  # Kubernetes 1.29, Python 3.8, iPhone 15
+    # The shape of the name itself.
+    if any(_MIXED_CASE.match(w) for w in words) or any(c.isdigit() for c in name):
+        scores[PRODUCT] += 2.0  # iPhone, macOS, PyTorch, 1Password, Pixel 8
+    if _DOT_PRODUCT.search(name):
+        scores[PRODUCT] += 2.0
+    if "&" in name:
+        scores[ORGANIZATION] += 3.0  # Johnson & Johnson, AT&T, Marks & Spencer
+    if name.lower().endswith(".com"):
+        scores[ORGANIZATION] += 2.0
+    if len(words) == 1 and _ACRONYM.match(name):
+        scores[ORGANIZATION] += 0.8
+    # The lists.
+    given = gazetteers.given_names()
+    first = words[0].casefold()
+    if first in given:
+        scores[PERSON] += 2.5 if len(words) > 1 else 1.5
+    population = gazetteers.places().get(name.casefold(), 0)
+    if population:
+        # Sofia, Austin, David: a place and a given name both; the words around decide (and
+        # a tie goes to the person, counted first).
+        cap = 1.5 if len(words) == 1 and first in given else 3.0
+        scores[PLACE] += min(cap, 1.0 + math.log10(max(population, 10_000) / 10_000))
+    if name.casefold() in gazetteers.companies():
+        scores[ORGANIZATION] += 2.0
+    if len(words) == 2 and (
+        words[-1].casefold() in gazetteers.family_names()
+        or words[0].casefold() in gazetteers.family_names()  # Zhou Lei: family name first
+    ):
+        scores[PERSON] += 1.0
+    if right not in _RIGHT_EN and len(right) > 3 and right.endswith("ed"):
+        scores[PERSON] += 0.5  # "Dmitry cooked": someone did something
+
+
+# -- Chinese --------------------------------------------------------------------------------
+
+_ORG_SUFFIXES_ZH = (
+    "公司", "集团", "大学", "学院", "学校", "小学", "中学", "银行", "医院", "研究院", "研究所",
+    "委员会", "协会", "基金会", "局", "部", "厅", "署", "航空", "汽车", "科技", "保险",
+    "证券", "物流", "传媒", "国际", "博物馆", "科技馆", "图书馆", "电视台", "出版社",
+    "事务所", "工作室", "俱乐部", "中心", "动力", "电气", "电子", "通信", "网络", "软件",
+    "股份", "控股", "实业", "医疗", "药业", "食品", "能源", "地产", "时代",
+)  # fmt: skip
+_PLACE_SUFFIXES_ZH = (
+    "市", "省", "县", "区", "镇", "乡", "村", "路", "街", "巷", "道", "湾", "湖", "江", "河",
+    "海", "山", "岛", "桥", "站", "机场", "公园", "广场", "古城", "景区", "大桥", "港",
+    "州", "峡", "岭", "峰", "寺", "园", "城", "铁路", "大道", "高原", "盆地", "半岛",
+)  # fmt: skip
+_PRODUCT_SUFFIXES_ZH = ("手机", "手表", "手环", "系统", "App", "APP", "云", "支付", "地图",
+                        "网盘", "会议", "音乐", "浏览器", "芯片", "大模型", "输入法")  # fmt: skip
+# What comes right before the name.
+_LEFT_ZH: tuple[tuple[str, str, float], ...] = (
+    ("住在", PLACE, 2.5), ("去", PLACE, 2.0), ("到", PLACE, 1.5), ("飞", PLACE, 2.0),
+    ("回", PLACE, 1.5), ("来自", PLACE, 1.0), ("位于", PLACE, 2.5), ("老家是", PLACE, 2.0),
+    ("在", PLACE, 0.8), ("从", PLACE, 0.8), ("用", PRODUCT, 2.0), ("使用", PRODUCT, 2.5),
+    ("装了", PRODUCT, 2.5), ("下载了", PRODUCT, 2.5), ("用的是", PRODUCT, 2.5),
+    ("升级", PRODUCT, 1.5), ("迁到", PRODUCT, 1.5), ("迁移到", PRODUCT, 1.5),
+    ("换成", PRODUCT, 1.5), ("基于", PRODUCT, 2.0), ("接入", PRODUCT, 2.0),
+    ("的", PRODUCT, 1.1), ("台", PRODUCT, 1.5), ("辆", PRODUCT, 1.5), ("部", PRODUCT, 1.0),
+    ("款", PRODUCT, 1.5), ("转给", PERSON, 1.5), ("给", PERSON, 1.0),
+    ("客户", ORGANIZATION, 2.0), ("供应商", ORGANIZATION, 2.0),
+    ("合作方", ORGANIZATION, 2.0),
+    ("加入", ORGANIZATION, 2.0), ("入职", ORGANIZATION, 2.5), ("跳槽到", ORGANIZATION, 2.5),
+    ("辞职去", ORGANIZATION, 2.5), ("和", PERSON, 0.5), ("跟", PERSON, 0.8),
+    ("问", PERSON, 1.0), ("告诉", PERSON, 1.5), ("让", PERSON, 0.8), ("叫", PERSON, 0.5),
+)  # fmt: skip
+# What comes right after it.
+_RIGHT_ZH: tuple[tuple[str, str, float], ...] = (
+    ("上班", ORGANIZATION, 3.0), ("工作", ORGANIZATION, 2.0), ("实习", ORGANIZATION, 3.0),
+    ("任职", ORGANIZATION, 3.0),
+    ("读", ORGANIZATION, 1.5), ("宣布", ORGANIZATION, 2.0), ("发布", ORGANIZATION, 1.5),
+    ("推出", ORGANIZATION, 2.0), ("的股价", ORGANIZATION, 3.0), ("的销量", ORGANIZATION, 2.0),
+    ("董事长", ORGANIZATION, 3.0), ("创始人", ORGANIZATION, 3.0), ("的员工", ORGANIZATION, 2.0),
+    ("的面试", ORGANIZATION, 2.0), ("的offer", ORGANIZATION, 3.0), ("的审计", ORGANIZATION, 2.0),
+    ("出差", PLACE, 2.0), ("旅游", PLACE, 2.5), ("旅行", PLACE, 2.5), ("玩", PLACE, 1.0),
+    ("开会", PLACE, 1.0), ("的酒店", PLACE, 2.0), ("的民宿", PLACE, 2.0), ("机房", PLACE, 2.0),
+    ("数据中心", PLACE, 2.0), ("区域", PLACE, 2.0), ("分公司", PLACE, 2.0), ("总部", PLACE, 1.0),
+    ("的天气", PLACE, 2.0), ("人", PLACE, 1.0), ("说", PERSON, 2.0), ("表示", PERSON, 1.5),
+    ("认为", PERSON, 1.5), ("觉得", PERSON, 1.5), ("告诉", PERSON, 1.5), ("问", PERSON, 1.0),
+    ("负责", PERSON, 1.5), ("汇报", PERSON, 2.0), ("提出", PERSON, 1.5), ("建议", PERSON, 1.0),
+    ("推荐", PERSON, 1.0), ("请假", PERSON, 2.5), ("休假", PERSON, 2.5), ("结婚", PERSON, 2.5),
+    ("生病", PERSON, 2.5), ("怀孕", PERSON, 3.0), ("辞职", PERSON, 2.5), ("出席", PERSON, 1.5),
+    ("的销售", ORGANIZATION, 2.0), ("的客服", ORGANIZATION, 2.0), ("的合同", ORGANIZATION, 1.5),
+    ("的工单", ORGANIZATION, 1.5), ("的人", ORGANIZATION, 1.0), ("签", ORGANIZATION, 1.5),
+    ("上", PRODUCT, 1.0), ("里", PRODUCT, 0.5), ("群", PRODUCT, 1.5), ("版本", PRODUCT, 2.0),
+    ("的版本", PRODUCT, 2.0), ("升级", PRODUCT, 1.0), ("崩了", PRODUCT, 2.5),
+    ("打卡", PRODUCT, 2.0),
+    ("集群", PRODUCT, 2.5), ("数据库", PRODUCT, 2.0), ("的证书", PRODUCT, 1.0),
+    ("上的", PRODUCT, 1.5), ("的授权", PRODUCT, 2.0), ("的账单", PRODUCT, 1.0),
+)  # fmt: skip
+
+_TECH_WORDS_ZH = (
+    "部署", "服务器", "集群", "数据库", "脚本", "日志", "版本", "配置", "镜像", "接口", "代码",
+    "监控", "告警", "升级", "迁移", "发版", "编译", "构建", "前端", "后端", "节点", "延迟",
+    "流水线", "内存", "进程", "缓存", "限流", "证书", "bug", "网关", "打包", "测试环境",
+)  # fmt: skip
+# Titles after a name: 钟南山院士, 李老师 (when the finder did not join them).
+_TITLES_AFTER_ZH = ("院士", "教授", "老师", "医生", "经理", "总监", "校长", "主任", "先生",
+                    "女士", "同学", "师傅", "律师", "博士", "导演", "教练")  # fmt: skip
+
+
+def is_technical(text: str) -> bool:
+    """Text about software and machines: its unknown names lean to products."""
+    if any(word in text for word in _TECH_WORDS_ZH):
+        return True
+    return bool({w.lower() for w in _WORDS.findall(text)} & _TECH_WORDS)
+
+
+def _chinese_context(text: str, mention: Mention, scores: Scores) -> None:
+    """The Chinese words around a name (a Chinese one, or a Latin one in Chinese text)."""
+    name = mention.name
+    before = text[max(0, mention.start - 4) : mention.start]
+    after = text[mention.start + len(name) : mention.start + len(name) + 5]
+    for cue, kind, weight in _LEFT_ZH:
+        if before.endswith(cue):
+            scores[kind] += weight
+            break
+    for cue, kind, weight in _RIGHT_ZH:
+        if after.startswith(cue):
+            scores[kind] += weight
+            break
+    if after.startswith(_TITLES_AFTER_ZH):
+        scores[PERSON] += 3.0
+    if before.endswith("在") and after.startswith(("做", "干")):
+        scores[ORGANIZATION] += 1.5  # 在字节跳动做产品
+
+
+def _chinese_scores(text: str, mention: Mention, scores: Scores, surname: bool) -> None:
+    name = mention.name
+    _chinese_context(text, mention, scores)
+    if len(name) == 2 and (name[0] == name[1] or name[0] in "阿小"):
+        scores[PERSON] += 1.5  # 娜娜, 阿琳, 小雅: how friends are named
+    if name.endswith(_ORG_SUFFIXES_ZH) and len(name) > 2:
+        scores[ORGANIZATION] += 3.5
+    elif name.endswith(_PLACE_SUFFIXES_ZH) and len(name) > 1:
+        scores[PLACE] += 2.0
+    if name.endswith(_PRODUCT_SUFFIXES_ZH) and len(name) > 2:
+        scores[PRODUCT] += 3.0
+    population = gazetteers.places().get(name, 0)
+    if population:
+        # 桂林, 沈阳 start with a surname; a city of a million people is the likelier reading.
+        scores[PLACE] += min(3.5, 1.0 + math.log10(max(population, 10_000) / 10_000))
+    if surname and 2 <= len(name) <= 3:
+        scores[PERSON] += 1.6
+
+
+def _starts_with_surname(name: str, surnames: frozenset[str]) -> bool:
+    return name[:1] in surnames or name[:2] in surnames
+
+
+# -- Both -----------------------------------------------------------------------------------
+
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def mention_scores(text: str, mention: Mention, *, surnames: frozenset[str]) -> Scores:
+    """Evidence for each type of `mention` in `text`. `surnames`: Chinese surnames (a Han name
+    that starts with none is rarely a person, whatever jieba's tag says)."""
+    scores: Scores = defaultdict(float)
+    if _HAN.search(mention.name):
+        surname = _starts_with_surname(mention.name, surnames)
+        # 乌龙茶, 凤凰, 比亚迪 are tagged nr, but no surname starts them: a weak hint only.
+        weak = mention.base == PERSON and not surname
+        if mention.base != OTHER:
+            scores[mention.base] += 0.8 if weak else 1.5
+        _chinese_scores(text, mention, scores, surname)
+    else:
+        if mention.base != OTHER:
+            scores[mention.base] += 1.5
+        _english_scores(text, mention, scores)
+        if _HAN.search(text[max(0, mention.start - 1) : mention.start + len(mention.name) + 1]):
+            _chinese_context(text, mention, scores)
+    return scores
+
+
+def _joined(text: str, first: Mention, second: Mention) -> bool:
+    """`first` and `second` are named together as a list: "A, B", "A and B", "A、B", "A和B"."""
+    gap = text[first.start + len(first.name) : second.start]
+    return bool(re.fullmatch(r"\s*(?:,|、|/|&|and|or|和|及|以及|或)\s*", gap))
+
+
+def settle_types(text: str, mentions: list[Mention], *, surnames: frozenset[str]) -> list[str]:
+    """The type of each mention (in text order). Names in one list ("Lena, Matteo, Sofia",
+    "昆明和贵阳") lend each other half their evidence: they are most often of one kind."""
+    technical = is_technical(text)
+    own = [mention_scores(text, m, surnames=surnames) for m in mentions]
+    if technical:
+        for mention, evidence in zip(mentions, own, strict=True):
+            if not mention.sure:
+                evidence[PRODUCT] += 1.1
+    settled = []
+    for index, mention in enumerate(mentions):
+        if mention.sure:
+            settled.append(mention.base)
+            continue
+        scores: Scores = defaultdict(float, own[index])
+        for other in (index - 1, index + 1):
+            if 0 <= other < len(mentions):
+                pair = sorted((mentions[index], mentions[other]), key=lambda m: m.start)
+                if _joined(text, pair[0], pair[1]):
+                    neighbour = (
+                        own[other] if not mentions[other].sure else {mentions[other].base: SURE}
+                    )
+                    for kind, weight in neighbour.items():
+                        # Half the neighbour's evidence, and never more than a cue word's worth.
+                        scores[kind] += min(1.0, 0.5 * weight)
+        settled.append(_best(scores, mention))
+    return settled
+
+
+def _best(scores: Scores, mention: Mention) -> str:
+    han = bool(_HAN.search(mention.name))
+    # A Chinese name needs more than jieba's doubtful person tag (乌龙茶 is tagged nr).
+    floor = 1.0 if han else 0.0
+    evidence = {kind: weight for kind, weight in scores.items() if weight > floor}
+    if evidence:
+        return max(evidence, key=lambda k: evidence[k])
+    if han:
+        return OTHER if mention.base == PERSON else mention.base
+    # A Latin name with no evidence at all, neither a person's given name nor a place nor a
+    # company: a brand, an app, a tool far more often than anything else.
+    return PRODUCT if mention.base == OTHER else mention.base

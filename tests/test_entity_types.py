@@ -1,0 +1,87 @@
+"""Entity types a person would accept, and stored entities that follow a new extractor's types
+unless an admin set the type by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from facts import curation
+from facts.extract import extract_entities
+from facts.inputs import fact_draft
+from facts.models import RelinkJob
+from facts.selectors.entities import entity_get, entity_list
+from facts.services import fact_add
+from tenants.scope import tenant_scope
+
+
+def _types(text: str) -> dict[str, str]:
+    return {e.name: e.type for e in extract_entities(text)}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A given name, a city of the gazetteer, a version number after a tool's name.
+        ("Alice moved to Berlin.", {"Alice": "person", "Berlin": "place"}),
+        ("We upgraded Kubernetes to 1.30 last night.", {"Kubernetes": "product"}),
+        # Context words: works at / joined (an organisation), said (a person).
+        ("My cousin works at Northwind.", {"Northwind": "organization"}),
+        ("Tunde said the shipment left.", {"Tunde": "person"}),
+        # Shapes: capitals inside a word, a listed company.
+        ("Ordered an iPhone for Mum.", {"iPhone": "product"}),
+        ("Sent the invoice to Microsoft.", {"Microsoft": "organization"}),
+        # Chinese: a tag jieba gives (nr) is not a person without a surname.
+        ("我喜欢喝乌龙茶。", {"乌龙茶": "other"}),
+        ("下周去凤凰玩。", {"凤凰": "place"}),
+        ("小周在京东上班。", {"小周": "person", "京东": "organization"}),
+        ("钟南山院士提醒注意流感。", {"钟南山": "person"}),
+        ("每次合并都会用Jenkins构建镜像。", {"Jenkins": "product"}),
+        # Names in one list are of one kind: Sofia is a person here, not Bulgaria's capital.
+        ("Attendance: Lena, Matteo, Sofia.", {"Lena": "person", "Sofia": "person"}),
+    ],
+)
+def test_names_get_the_type_a_person_would_give_them(text: str, expected: dict[str, str]):
+    found = _types(text)
+    assert {name: found.get(name) for name in expected} == expected
+
+
+def _add(tenant, actor, text: str):
+    return fact_add(tenant=tenant, actor=actor, draft=fact_draft({"content": text})).fact
+
+
+def _entity(tenant, name: str):
+    return next(e for e in entity_list(tenant=tenant, query=name).entities if e.name == name)
+
+
+@pytest.mark.django_db
+def test_a_new_extractor_retypes_stored_entities_but_not_one_typed_by_hand(
+    tenant, system_actor, owner_actor, settings
+):
+    # Stored under an extractor that calls every capitalised word a person.
+    settings.MNEMOSYNE_ENTITY_EXTRACTOR = "tests.extractors.capitalised_people"
+    _add(tenant, system_actor, "Alice moved to Berlin in May.")
+    _add(tenant, system_actor, "The Kubernetes cluster runs the staging deploy.")
+    _add(tenant, system_actor, "Oslo has a new office.")
+    assert {_entity(tenant, n).type for n in ("Alice", "Berlin", "Kubernetes", "Oslo")} == {
+        "person"
+    }
+    assert curation.relink_sweep() == [], "the first sweep records the extractor it found"
+    oslo = _entity(tenant, "Oslo")
+    curation.entity_set_type(tenant=tenant, entity_id=oslo.pk, type="other", actor=owner_actor)
+
+    settings.MNEMOSYNE_ENTITY_EXTRACTOR = "facts.extract.extract_entities"
+    todo = curation.relink_sweep()
+    job_id = next(job for tenant_id, job in todo if tenant_id == tenant.pk)
+    for _ in range(20):
+        job = curation.relink_run(tenant=tenant, job_id=job_id)
+        if job is not None and job.status == "done":
+            break
+    with tenant_scope(tenant):
+        assert RelinkJob.objects.for_tenant(tenant).get(pk=job_id).status == "done"
+    assert _entity(tenant, "Alice").type == "person"
+    assert _entity(tenant, "Berlin").type == "place"
+    assert _entity(tenant, "Kubernetes").type == "product"
+    # The admin's choice stands, and the entity's history still shows only theirs.
+    assert entity_get(tenant=tenant, entity_id=oslo.pk).type == "other"
+    history = curation.entity_history(tenant=tenant, entity_id=oslo.pk)
+    assert [(e.action, e.actor) for e in history] == [("retype", str(owner_actor))]
