@@ -1,7 +1,7 @@
-"""The MCP tools' arguments, parsed once into typed values; a bad one raises InvalidInput naming
-it. The reading of each argument is `facts.inputs.ToolArguments`, shared with the Hermes agent
-tools, and every limit is `agentspec.limits`' (the tools' schemas state the same ones); the
-values a fact may hold are checked by `facts.inputs` when the tool stores them.
+"""The agent tools' arguments, parsed once into typed values; a bad one raises InvalidInput
+naming it. `ToolArguments` reads each argument, for the Hermes tools and the MCP tools alike;
+every limit is `agentspec.limits`' (the tools' schemas state the same ones); the values a fact
+may hold are checked by `facts.inputs` when the tool stores them.
 
 Models send numbers as text ("5") or as 5.0 now and then: both are taken. Everything else
 that the tool's JSON schema does not allow is refused with the argument's name, so a model can
@@ -10,6 +10,7 @@ correct itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +20,137 @@ from agentspec.limits import (
     MAX_BUDGET,
     MAX_CONTENT_CHARS,
     MAX_CURSOR_CHARS,
+    MAX_ID,
     MAX_K,
     MAX_QUERY_CHARS,
     MAX_SCOPE_CHARS,
     MIN_BUDGET,
 )
 from agentspec.mcp import ToolSpec
-from facts.inputs import ToolArguments, clean_entity_name
+from facts.inputs import clean_entity_name
 from tenants.errors import InvalidInput
+from tenants.validation import check_choice
+
+
+class ToolArguments:
+    """One tool call's arguments, read by name into typed values. Models send numbers as text
+    ("5") or as 5.0 now and then: both are taken. With `known`, other names are refused up
+    front."""
+
+    def __init__(
+        self,
+        raw: Any,
+        *,
+        known: Iterable[str] | None = None,
+        tool: str = "",
+        required: str = "is required",
+    ) -> None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise InvalidInput("arguments", "must be a JSON object")
+        if known is not None:
+            names = list(known)
+            unknown = sorted(set(raw) - set(names))
+            if unknown:
+                listed = ", ".join(names) or "none"
+                raise InvalidInput(unknown[0], f"is not an argument of {tool} (it takes {listed})")
+        self.raw = raw
+        self._required = required
+
+    def given(self, name: str) -> Any:
+        value = self.raw.get(name)
+        return None if value is None or (isinstance(value, str) and not value.strip()) else value
+
+    def has(self, name: str) -> bool:
+        return name in self.raw and self.raw[name] is not None
+
+    def required(self, name: str) -> InvalidInput:
+        return InvalidInput(name, self._required)
+
+    def text(self, name: str, *, limit: int | None = None, required: bool = False) -> str | None:
+        value = self.given(name)
+        if value is None:
+            if required:
+                raise self.required(name)
+            return None
+        if not isinstance(value, str):
+            raise InvalidInput(name, "must be text")
+        if limit is not None and len(value) > limit:
+            raise InvalidInput(name, f"is longer than {limit} characters")
+        return value.strip()
+
+    def whole(self, name: str, *, low: int, high: int, default: int | None = None) -> int:
+        value = self.given(name)
+        if value is None:
+            if default is None:
+                raise self.required(name)
+            return default
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInput(name, "must be a whole number")
+        if not low <= value <= high:
+            raise InvalidInput(name, f"must be from {low} to {high}")
+        return value
+
+    def optional_whole(self, name: str, *, low: int, high: int) -> int | None:
+        if self.given(name) is None:
+            return None
+        return self.whole(name, low=low, high=high)
+
+    def number(self, name: str, *, low: float, high: float) -> float | None:
+        value = self.given(name)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise InvalidInput(name, "must be a number") from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+            raise InvalidInput(name, "must be a number")
+        if not low <= value <= high:
+            raise InvalidInput(name, f"must be from {low:g} to {high:g}")
+        return float(value)
+
+    def flag(self, name: str) -> bool:
+        value = self.raw.get(name)
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if not isinstance(value, bool):
+            raise InvalidInput(name, "is required: true or false")
+        return value
+
+    def choice(self, name: str, allowed: list[str]) -> str | None:
+        value = check_choice(name, self.given(name), allowed)
+        return None if value is None else str(value)
+
+    def tags(self, name: str) -> list[str] | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, str):  # "a, b" from a model that forgot it is a list
+            value = value.split(",")
+        if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+            raise InvalidInput(name, "must be a list of text")
+        return value
+
+    def names(self, name: str) -> list[str]:
+        value = self.given(name)
+        if isinstance(value, str):
+            value = [part for part in value.split(",")]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InvalidInput(name, "must be a list of names")
+        names = [v.strip() for v in value if v.strip()]
+        if not names:
+            raise InvalidInput(name, "must name at least one entity")
+        return names
+
+    def fact_id(self) -> int:
+        return self.whole("fact_id", low=1, high=MAX_ID)
 
 
 class Arguments(ToolArguments):

@@ -24,9 +24,10 @@ from agentspec.hermes import (
     TURN,
 )
 from agenttools import core
+from agenttools.arguments import ToolArguments
 from agenttools.core import READ, WRITE, Binding, Refused, results, scope_of
 from facts.graph import entities_reason, entity_facts, entity_related, fact_contradictions
-from facts.inputs import ToolArguments, clean_entity_name, entity_names, fact_changes, fact_draft
+from facts.inputs import clean_entity_name, entity_names, fact_changes, fact_draft
 from facts.models import Fact
 from facts.selectors.facts import fact_list
 from facts.services import fact_add, fact_remove, fact_update
