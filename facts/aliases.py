@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from facts.curation import _event, _locked_entity
+from facts.curation import entity_event_record, entity_locked
 from facts.extract import _SURNAMES, _TITLE_WORDS, _TITLES
 from facts.models import Entity, EntityAction, EntityEvent, EntityType, FactEntity, Status
 from tenants.actors import Actor
@@ -168,8 +168,8 @@ def alias_dismiss(*, tenant: Tenant, entity_id: int, other_id: int, actor: Actor
         raise InvalidInput("other", "an entity is always its own alias")
     with tenant_scope(tenant), transaction.atomic():
         first, second = sorted((entity_id, other_id))
-        locked = {e.pk: e for e in (_locked_entity(tenant, first), _locked_entity(tenant, second))}
+        locked = {e.pk: e for e in (entity_locked(tenant, first), entity_locked(tenant, second))}
         entity, other = locked[entity_id], locked[other_id]
         names = sorted(_pair_key(entity, other))
-        _event(tenant, entity.pk, EntityAction.ALIAS_DISMISS, actor, None,
+        entity_event_record(tenant, entity.pk, EntityAction.ALIAS_DISMISS, actor, None,
                {"other": {"id": other.pk, "name": other.name}, "names": names})  # fmt: skip

@@ -10,7 +10,6 @@ from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 
 from facts.conflicts import CHECK_BATCH, conflicts_check_pending, tenants_with_unchecked_facts
-from facts.curation import relink_fail, relink_run, relink_sweep
 from facts.embedding import (
     embedding_backlog,
     facts_embed_all,
@@ -19,6 +18,7 @@ from facts.embedding import (
 )
 from facts.importance import importance_due, importance_recompute_due
 from facts.models import RelinkStatus
+from facts.relink import relink_fail, relink_run, relink_sweep
 from facts.retention import REASONS, retention_run_execute, retention_run_fail
 from facts.retention import retention_sweep as retention_sweep_due
 from facts.services import fact_record_retrievals

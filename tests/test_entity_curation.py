@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from facts import curation
+from facts import curation, relink
 from facts.entities import Dictionary, entities_found
 from facts.extract import extract_entities
 from facts.graph import entities_reason, entity_related
@@ -42,7 +42,7 @@ def _history(tenant, entity_id: int) -> list[str]:
 def _relink(tenant, job) -> RelinkJob:
     """What the worker does: run the job until it is done."""
     for _ in range(20):
-        job = curation.relink_run(tenant=tenant, job_id=job.pk)
+        job = relink.relink_run(tenant=tenant, job_id=job.pk)
         if job.status == "done":
             return job
     raise AssertionError("the relink job never finished")
@@ -174,7 +174,7 @@ def test_a_dictionary_change_relinks_existing_facts_in_a_job_with_progress(
     monkey_batch = curation.RELINK_BATCH
     curation.RELINK_BATCH = 2
     try:
-        half = curation.relink_run(tenant=tenant, job_id=job.pk, seconds=0.0)
+        half = relink.relink_run(tenant=tenant, job_id=job.pk, seconds=0.0)
         assert half.status == "queued" and half.done == 2 and half.percent == 40
         done = _relink(tenant, half)
     finally:
@@ -206,15 +206,15 @@ def test_editing_a_fact_relinks_its_entities(tenant, system_actor, owner_actor) 
 def test_a_changed_extractor_relinks_every_tenant(tenant, other_tenant, system_actor, settings):
     fact = _add(tenant, system_actor, "Mia met Noah in Lisbon.")
     _add(other_tenant, system_actor, "Ivo met Ana.")
-    assert curation.relink_sweep() == [], "the first sweep records the extractor it found"
+    assert relink.relink_sweep() == [], "the first sweep records the extractor it found"
     settings.MNEMOSYNE_ENTITY_EXTRACTOR = "tests.extractors.capitalised_people"
-    todo = curation.relink_sweep()
+    todo = relink.relink_sweep()
     assert {tenant_id for tenant_id, _ in todo} == {tenant.pk, other_tenant.pk}
     job = next(RelinkJob.objects.for_tenant(tenant).filter(pk=j) for t, j in todo if t == tenant.pk)
     with tenant_scope(tenant):
         _relink(tenant, job.get())
     assert _names(tenant, fact) == {"Mia", "Noah", "Lisbon"}
-    assert curation.relink_sweep() == [], "nothing changed since"
+    assert relink.relink_sweep() == [], "nothing changed since"
 
 
 def test_related_walks_one_and_two_hops_by_entity_id(tenant, system_actor) -> None:

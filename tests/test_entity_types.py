@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from facts import curation
+from facts import curation, relink
 from facts.extract import extract_entities
 from facts.inputs import fact_draft
 from facts.models import RelinkJob
@@ -65,15 +65,15 @@ def test_a_new_extractor_retypes_stored_entities_but_not_one_typed_by_hand(
     assert {_entity(tenant, n).type for n in ("Alice", "Berlin", "Kubernetes", "Oslo")} == {
         "person"
     }
-    assert curation.relink_sweep() == [], "the first sweep records the extractor it found"
+    assert relink.relink_sweep() == [], "the first sweep records the extractor it found"
     oslo = _entity(tenant, "Oslo")
     curation.entity_set_type(tenant=tenant, entity_id=oslo.pk, type="other", actor=owner_actor)
 
     settings.MNEMOSYNE_ENTITY_EXTRACTOR = "facts.extract.extract_entities"
-    todo = curation.relink_sweep()
+    todo = relink.relink_sweep()
     job_id = next(job for tenant_id, job in todo if tenant_id == tenant.pk)
     for _ in range(20):
-        job = curation.relink_run(tenant=tenant, job_id=job_id)
+        job = relink.relink_run(tenant=tenant, job_id=job_id)
         if job is not None and job.status == "done":
             break
     with tenant_scope(tenant):

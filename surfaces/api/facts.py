@@ -12,7 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from facts import conflicts, curation, graph, inputs, services
+from facts import conflicts, curation, graph, inputs, relink, services
 from facts.audit_export import audit_csv_rows, audit_jsonl_rows
 from facts.inputs import MAX_ID
 from facts.models import (
@@ -1164,7 +1164,7 @@ class DictionaryViewSet(TenantViewSet):
         examples=[OpenApiExample("running", value={"job": _JOB}, response_only=True)],
     )
     def relink_state(self, request: Request, tenant: str | None = None) -> Response:
-        job = curation.relink_latest(tenant=self.tenant)
+        job = relink.relink_latest(tenant=self.tenant)
         return Response({"job": RelinkJobOut(job).data if job is not None else None})
 
     @extend_schema(
@@ -1175,7 +1175,7 @@ class DictionaryViewSet(TenantViewSet):
         examples=_answer("queued", {"job": _JOB | {"status": "queued", "done": 0}}),
     )
     def relink(self, request: Request, tenant: str | None = None) -> Response:
-        job = curation.relink_start(tenant=self.tenant, actor=self.actor, reason="requested")
+        job = relink.relink_start(tenant=self.tenant, actor=self.actor, reason="requested")
         return Response({"job": RelinkJobOut(job).data})
 
 

@@ -12,7 +12,7 @@ from django.shortcuts import redirect
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from facts import aliases, conflicts, curation, graph, inputs, services
+from facts import aliases, conflicts, curation, graph, inputs, relink, services
 from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
 from facts.bundles import BundleError
 from facts.models import ConflictStatus, EntityType, Fact, Status
@@ -683,7 +683,7 @@ class DictionaryPage(TenantPage):
             "web/entities/dictionary.html",
             {
                 "entries": dictionary_entries(tenant=self.tenant),
-                "job": curation.relink_latest(tenant=self.tenant),
+                "job": relink.relink_latest(tenant=self.tenant),
                 "types": EntityType.choices,
             },
         )
@@ -694,7 +694,7 @@ class RelinkProgressPage(TenantPage):
     """The relink job's progress alone: the dictionary page polls it while a job runs."""
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        job = curation.relink_latest(tenant=self.tenant)
+        job = relink.relink_latest(tenant=self.tenant)
         return self.render("web/entities/_relink.html", {"job": job})
 
 
@@ -733,7 +733,7 @@ class DictionaryRemoveAction(WriteAction):
 @tenant_page("entities/relink/start", name="entity_relink", section="entities")
 class RelinkAction(WriteAction):
     def post(self, request: HttpRequest) -> HttpResponse:
-        curation.relink_start(tenant=self.tenant, actor=self.actor, reason="requested")
+        relink.relink_start(tenant=self.tenant, actor=self.actor, reason="requested")
         messages.success(request, _("Re-linking every fact to its entities."))
         return redirect(self.url("entity_dictionary"))
 
