@@ -32,37 +32,24 @@ class RetentionPreview:
     policy: dict[str, Any]  # the limits counted with
 
 
-def retention_preview(
-    *, tenant: Tenant, changes: dict[str, Any] | None = None, now: datetime | None = None
-) -> RetentionPreview:
-    """Count what the tenant's policy (with `changes` applied, unsaved) would archive and
-    purge now, in one query. Nothing is archived or purged under legal hold.
+_POLICY_FIELDS = (
+    "archive_after_days_unretrieved",
+    "archive_below_trust",
+    "max_active_facts",
+    "purge_archived_after_days",
+    "legal_hold",
+    "run_every_hours",
+    "importance_every_hours",
+)
 
-    - unretrieved: active facts not retrieved (or, never retrieved, not created) for N days;
-    - low trust: active facts below the trust floor;
-    - over limit: the active facts beyond `max_active_facts` once the two above are gone;
-    - purge: archived facts archived more than M days ago.
-    """
-    policy = retention_policy_get(tenant=tenant)
-    values = {
-        field: getattr(policy, field)
-        for field in (
-            "archive_after_days_unretrieved",
-            "archive_below_trust",
-            "max_active_facts",
-            "purge_archived_after_days",
-            "legal_hold",
-            "run_every_hours",
-            "importance_every_hours",
-        )
-    }
-    if changes:
-        values.update(retention_changes_validate(dict(changes)))
-    moment = now or timezone.now()
+
+def _preview_counts(values: dict[str, Any], moment: datetime) -> dict[str, Count]:
+    """The counts a preview needs, each a filtered COUNT of one aggregate query. Only the
+    limits that are set count: an unset one archives nothing."""
     active = Q(status=Status.ACTIVE)
     archivable = active & Q(pinned=False)  # a pinned fact is never archived
     archived = Q(status=Status.ARCHIVED)
-    rules: dict[str, Q] = {}  # only the limits that are set: an unset one archives nothing
+    rules: dict[str, Q] = {}
     if values["archive_after_days_unretrieved"] is not None:
         cutoff = moment - timedelta(days=values["archive_after_days_unretrieved"])
         rules["unretrieved"] = Q(last_seen__lt=cutoff)
@@ -83,6 +70,25 @@ def retention_preview(
     if values["purge_archived_after_days"] is not None:
         cutoff = moment - timedelta(days=values["purge_archived_after_days"])
         aggregates["purge"] = Count("pk", filter=archived & Q(archived_on__lt=cutoff))
+    return aggregates
+
+
+def retention_preview(
+    *, tenant: Tenant, changes: dict[str, Any] | None = None, now: datetime | None = None
+) -> RetentionPreview:
+    """Count what the tenant's policy (with `changes` applied, unsaved) would archive and
+    purge now, in one query. Nothing is archived or purged under legal hold.
+
+    - unretrieved: active facts not retrieved (or, never retrieved, not created) for N days;
+    - low trust: active facts below the trust floor;
+    - over limit: the active facts beyond `max_active_facts` once the two above are gone;
+    - purge: archived facts archived more than M days ago.
+    """
+    policy = retention_policy_get(tenant=tenant)
+    values = {field: getattr(policy, field) for field in _POLICY_FIELDS}
+    if changes:
+        values.update(retention_changes_validate(dict(changes)))
+    aggregates = _preview_counts(values, now or timezone.now())
     with tenant_scope(tenant):
         found = (
             Fact.objects.for_tenant(tenant)
