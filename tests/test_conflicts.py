@@ -563,3 +563,94 @@ def test_the_api_tells_the_caller_which_fact_it_joined_and_decides_conflicts(
     assert key.get("/api/v1/conflicts").json()["results"] == []
     history = key.get(f"/api/v1/facts/{stored['fact']['id']}/history").json()
     assert {"create", "join", "supersede", "conflict"} == {e["action"] for e in history}
+
+
+def _embed(tenant) -> None:
+    while facts_embed_batch(tenant=tenant):
+        pass
+
+
+# Pairs that disagree (a comparison turned round, a negation, another number, a frequency)
+# yet whose vectors are close enough for a near-duplicate: stored one after the other, the
+# second must never be joined into the first.
+DISAGREEING = [
+    ("user:alice", "Alice prefers green tea over coffee.", "Alice prefers coffee over green tea.",
+     "order"),
+    ("user:carol", "Carol is vegetarian.", "Carol is not vegetarian.", "negation"),
+    ("", "The server has 64 GB of memory.", "The server has 128 GB of memory.", "number"),
+    ("", "The launch is on the 3rd.", "The launch slipped to the 10th.", "date"),
+    ("user:alice", "爱丽丝喜欢绿茶胜过咖啡。", "爱丽丝喜欢咖啡胜过绿茶。", "order"),
+    ("", "李娜吃素。", "李娜不吃素。", "negation"),
+    ("", "服务器内存是64G。", "服务器内存是128G。", "number"),
+    ("", "李明每天骑车上班。", "李明从不骑车。", "negation"),
+]  # fmt: skip
+
+
+def test_green_tea_over_coffee_then_coffee_over_green_tea_is_a_conflict_not_a_join(
+    tenant, system_actor
+) -> None:
+    from tenants.services import apikey_create
+    from tests.api_fixtures import bearer
+
+    key = bearer(apikey_create(tenant=tenant, name="hermes", actor=system_actor).token)
+    draft = {"content": "Alice prefers green tea over coffee.", "scope": "user:alice"}
+    first = key.post("/api/v1/facts", draft, format="json").json()
+    _embed(tenant)
+    draft = {"content": "Alice prefers coffee over green tea.", "scope": "user:alice"}
+    second = key.post("/api/v1/facts", draft, format="json")
+    assert second.status_code == 201, second.json()
+    body = second.json()
+    assert body["status"] == "added" and body["fact"]["id"] != first["fact"]["id"]
+    listed = key.get("/api/v1/facts", {"scope": "user:alice"}).json()["results"]
+    assert {f["content"] for f in listed} == {
+        "Alice prefers green tea over coffee.",
+        "Alice prefers coffee over green tea.",
+    }
+    # Recorded when the second was stored, before any worker ran.
+    queue = key.get("/api/v1/conflicts").json()["results"]
+    assert [(c["fact_a"]["content"], c["fact_b"]["content"], c["reason"]) for c in queue] == [
+        ("Alice prefers green tea over coffee.", "Alice prefers coffee over green tea.", "order")
+    ]
+
+
+@pytest.mark.parametrize(("scope", "older", "newer", "reason"), DISAGREEING)
+def test_a_statement_that_disagrees_is_stored_beside_the_older_with_a_conflict(
+    tenant, system_actor, scope, older, newer, reason
+) -> None:
+    from tenants.services import apikey_create
+    from tests.api_fixtures import bearer
+
+    key = bearer(apikey_create(tenant=tenant, name="hermes", actor=system_actor).token)
+    first = key.post("/api/v1/facts", {"content": older, "scope": scope}, format="json")
+    _embed(tenant)
+    second = key.post("/api/v1/facts", {"content": newer, "scope": scope}, format="json")
+    assert (first.status_code, second.status_code) == (201, 201), second.json()
+    assert second.json()["status"] == "added"
+    ids = {first.json()["fact"]["id"], second.json()["fact"]["id"]}
+    assert len(ids) == 2
+    for fact_id in ids:
+        assert key.get(f"/api/v1/facts/{fact_id}").json()["status"] == "active"
+    queue = key.get("/api/v1/conflicts").json()["results"]
+    assert [(c["fact_a"]["content"], c["fact_b"]["content"], c["reason"]) for c in queue] == [
+        (older, newer, reason)
+    ]
+
+
+def test_where_the_tenant_chose_it_the_newer_statement_supersedes_the_older_at_once(
+    tenant, system_actor
+) -> None:
+    from tenants.services import apikey_create
+    from tests.api_fixtures import bearer
+
+    tenant = tenant_update_settings(
+        tenant=tenant, changes=settings_changes({"conflict_auto_supersede": 1}), actor=system_actor
+    )
+    key = bearer(apikey_create(tenant=tenant, name="hermes", actor=system_actor).token)
+    for lang, (scope, older, newer, _) in (("en", DISAGREEING[0]), ("zh", DISAGREEING[6])):
+        first = key.post("/api/v1/facts", {"content": older, "scope": scope}, format="json")
+        _embed(tenant)
+        second = key.post("/api/v1/facts", {"content": newer, "scope": scope}, format="json")
+        assert second.json()["status"] == "added", lang
+        old = key.get(f"/api/v1/facts/{first.json()['fact']['id']}").json()
+        assert old["status"] == "superseded", lang
+        assert old["superseded_by"] == second.json()["fact"]["id"], lang
