@@ -2,7 +2,7 @@
 and per kind of change where the pairs name one.
 
     python -m bench.conflicts [--data PATH]... [--json OUT] [--threshold 0.95] [--show-errors]
-                              [--cv-by-kind]
+                              [--cv-by-kind] [--cache PATH]
 
 `--data` (may be given more than once) is JSON Lines of {"a": ..., "b": ..., "lang": "zh"|"en",
 "label": "contradict"|"compatible"|"duplicate"}, with an optional "kind" (default:
@@ -101,14 +101,16 @@ def _models_by_kind(items: list[dict[str, Any]], sims: list[float], threshold: f
 
 def run(
     items: list[dict[str, Any]], threshold: float, show_errors: bool = False,
-    cv_by_kind: bool = False,
+    cv_by_kind: bool = False, cache: Path | None = None,
 ) -> dict[str, Any]:  # fmt: skip
+    from bench.judgement_fit import cosines
     from facts.contradiction import pair_judge
 
-    sims = similarities(items)
+    sims = cosines(items, cache) if cache is not None else similarities(items)
     models = _models_by_kind(items, sims, threshold) if cv_by_kind else {}
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     by_kind: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    pair_judge("The model and jieba load once.", "加载一次。", similarity=0.5)
     started, cpu = time.perf_counter(), time.process_time()
     for item, sim in zip(items, sims, strict=True):
         verdict = pair_judge(item["a"], item["b"], similarity=sim, duplicate_threshold=threshold,
@@ -156,6 +158,10 @@ def main() -> None:
         "--cv-by-kind", action="store_true",
         help="judge each kind of change by a model fitted on the other kinds only",
     )  # fmt: skip
+    parser.add_argument(
+        "--cache", type=Path,
+        help="keep the cosines in this JSON file between runs (no embedder rate then)",
+    )  # fmt: skip
     args = parser.parse_args()
     paths = args.data or [DEFAULT_DATA]
     for path in paths:
@@ -168,7 +174,8 @@ def main() -> None:
 
     django.setup()
     items = [item for path in paths for item in load(path)]
-    figures = run(items, args.threshold, show_errors=args.show_errors, cv_by_kind=args.cv_by_kind)
+    figures = run(items, args.threshold, show_errors=args.show_errors,
+                  cv_by_kind=args.cv_by_kind, cache=args.cache)  # fmt: skip
     names = " + ".join(path.name for path in paths)
     how = ", each kind judged by a model fitted without it" if args.cv_by_kind else ""
     print(f"Conflict and duplicate detection on {names} (threshold {args.threshold}{how})")
@@ -188,10 +195,14 @@ def main() -> None:
                 f"duplicates P {k['duplicate']['precision']:.2f} R {k['duplicate']['recall']:.2f}"
             )
     rate = figures["embedder_statements_per_s"]
+    embedder = (
+        f"the embedder {rate['wall']} statements/s ({rate['cpu']} per CPU second)"
+        if rate
+        else "cosines from --cache, the embedder not timed"
+    )
     print(
         f"  judgement {figures['judge_ms_per_pair']} ms per pair "
-        f"({figures['judge_cpu_ms_per_pair']} ms CPU), without the embedding; the embedder "
-        f"{rate.get('wall', 0)} statements/s ({rate.get('cpu', 0)} per CPU second)"
+        f"({figures['judge_cpu_ms_per_pair']} ms CPU), without the embedding; {embedder}"
     )
     # The file holds {"zh": {"conflict": {"precision", "recall"}, "duplicate": {...}, "kinds":
     # {kind: {...}}}, "en": {...}}.

@@ -33,11 +33,12 @@ def pair_judge(
     cosine of the two texts' vectors, when known.
 
     A contradiction when the judgement finds the two more likely to disagree than not. A
-    duplicate only when nothing in the two disagrees (no flip, no other value, number, time or
-    frequency, no other thing in the same place, no change), the judgement finds them the same
-    (`Model.duplicate_min`) and the vectors are at least `duplicate_threshold` close: a
-    duplicate is joined into the stored fact, so a pair that disagrees is never one. `judge`:
-    another model than the one shipped (the benchmark's folds)."""
+    duplicate only when nothing in the two differs (no flip, no other value, number, time or
+    frequency, no other thing in the same place, no change, no other subject), the judgement
+    finds them the same (`Model.duplicate_min`) and the vectors are at least
+    `duplicate_threshold` close: a duplicate is joined into the stored fact, so a pair that
+    disagrees is never one. `judge`: another model than the one shipped (the benchmark's
+    folds)."""
     if fold(a) == fold(b):
         return Verdict(DUPLICATE, "same text", 1.0)
     judge = judge or model()
@@ -48,7 +49,7 @@ def pair_judge(
         return Verdict(CONTRADICT, reason, round(p_contradict, 3), clear=p_contradict >= CLEAR)
     same = p_duplicate / ((p_duplicate + p_compatible) or 1.0)
     if (
-        not cues.disagrees
+        not cues.differs
         and same >= judge.duplicate_min
         and similarity is not None
         and similarity >= duplicate_threshold

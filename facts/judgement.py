@@ -15,10 +15,10 @@ cosine of their vectors (e5, as stored facts are embedded):
 - how much the two share: word overlap, the words only one side has, the cosine, and the
   verdict of the earlier rules (`facts.contradiction_rules`).
 
-The model (`facts/judgement_model.json`) is a multinomial logistic regression over these
-cues, fitted by `python -m bench.judgement_fit` on bench/data/judgement_tune.jsonl. Pure
-functions, numpy only: about a tenth of a millisecond per pair once both statements are
-parsed (docs/judgement.md).
+The model (`facts/judgement_model.json`, fitted by `python -m bench.judgement_fit` on
+bench/data/judgement_tune.jsonl) has two stages, each a logistic regression: whether the two
+disagree (from the cues of disagreement only), then, for a pair that does not, whether the two
+say the same. Pure functions, numpy only; its cost per pair is in docs/judgement.md.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from facts.contradiction_rules import (
     _names_differ,
     rules_judge,
 )
-from facts.statements import Statement, _stem, fold, statement
+from facts.statements import TEXTS_KEPT, Statement, _stem, fold, statement
 
 MODEL_PATH = Path(__file__).with_name("judgement_model.json")
 LABELS = ("contradict", "duplicate", "compatible")
@@ -139,7 +139,7 @@ class Markers:
     symmetric: bool  # A and B, A is B: the same in either order
 
 
-@cache
+@lru_cache(maxsize=TEXTS_KEPT)
 def markers(text: str) -> Markers:
     low = text.lower().replace("’", "'")
     frequency = {m.group().strip() for m in _EN_FREQUENCY.finditer(low)}
@@ -180,12 +180,12 @@ _EN_MANY = frozenset(
     learning learned met meet allergic tried beat beats borrowed sent uses use""".split()
 )
 _ZH_MANY = re.compile(
-    "去过|到过|吃过|看过|学过|玩过|用过|喜欢|爱|会|有|养|学|过敏|擅长|借|寄|送|赢|买|订"
+    "去过|到过|吃过|看过|学过|玩过|用过|喜欢|爱|会|有|养|学|过敏|擅长|借|寄|送|赢|买|订|经常|常|偶尔|有时"
 )
 SLOT_MOST = 3  # tokens at most on each side of a slot (Chinese: characters, twice as many)
 
 
-@cache
+@lru_cache(maxsize=TEXTS_KEPT)
 def _tokens(text: str) -> tuple[str, ...]:
     words = (
         t.lower().removesuffix("'s").removesuffix("’s")
@@ -199,6 +199,7 @@ class Alignment:
     turned_round: bool  # the same tokens in another order
     slot: bool  # one span that differs, inside a frame the two share
     many: bool  # and the frame is a verb that takes many values at once (visited, 去过)
+    subject: bool = False  # the span that differs is the first: another subject
 
 
 def _thing(span: tuple[str, ...], st: Statement) -> bool:
@@ -222,6 +223,9 @@ def _align(a: str, b: str, han: bool) -> Alignment:
     if len(ops) != 1 or ops[0][0] != "replace" or len(frame) < 2:
         return Alignment(False, False, False)
     _, i1, i2, j1, j2 = ops[0]
+    if i1 == 0 and j1 == 0:
+        # Another subject saying the same (Alice / Bob prefers black coffee).
+        return Alignment(False, False, False, subject=True)
     if i2 - i1 > most or j2 - j1 > most:
         return Alignment(False, False, False)
     if not _thing(ta[i1:i2], statement(a)) or not _thing(tb[j1:j2], statement(b)):
@@ -252,8 +256,9 @@ class Cues:
     vector: np.ndarray
     kinds: tuple[str, ...]
     # Anything that says the two are not the same: a flip, another value, number, time or
-    # frequency, another thing in the same place, a change. Never a duplicate then.
-    disagrees: bool
+    # frequency, another thing in the same place, a change, another subject. Never a
+    # duplicate then.
+    differs: bool
 
 
 def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: float) -> Cues:
@@ -278,7 +283,9 @@ def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: flo
     values_differ = bool(sa.values and sb.values and sa.values != sb.values)
     reordered = bool(sa.values) and sa.values == sb.values and sa.value_order != sb.value_order
     frequency = bool(ma.frequency and mb.frequency and ma.frequency != mb.frequency)
-    slot, slot_many = aligned.slot, aligned.many
+    # The favourite or the only one is one value, whatever the verb (最爱看足球 / 最爱看网球).
+    only = ma.exclusive or mb.exclusive or sa.exclusive or sb.exclusive
+    slot, slot_many = aligned.slot, aligned.many and not only
     added = ma.additive != mb.additive or sa.additive != sb.additive
     # An addition is more, not other (free on Thursday / free on Friday too); nor is another
     # value of what one may have many of (visited Paris / visited Rome).
@@ -309,8 +316,11 @@ def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: flo
         float(slot), float(_names_differ(sa, sb)),
         float(rules.label == CONTRADICT), float(rules.label == DUPLICATE),
     )  # fmt: skip
-    disagrees = bool(flips % 2 or values_differ or reordered or frequency or slot or change)
-    return Cues(np.asarray(vector, dtype=np.float64), kinds, disagrees)
+    differs = bool(
+        flips % 2 or values_differ or reordered or frequency or slot or change or aligned.subject
+        or _names_differ(sa, sb)
+    )  # fmt: skip
+    return Cues(np.asarray(vector, dtype=np.float64), kinds, differs)
 
 
 # -- the model -----------------------------------------------------------------------------------

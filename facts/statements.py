@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 CONTRADICT, DUPLICATE, COMPATIBLE = "contradict", "duplicate", "compatible"
@@ -242,7 +242,11 @@ def fold(text: str) -> str:
     return _PUNCT.sub("", unicodedata.normalize("NFKC", text).casefold())
 
 
-@cache
+# The statements of the texts judged last: a text is judged against several others in a row.
+TEXTS_KEPT = 4096
+
+
+@lru_cache(maxsize=TEXTS_KEPT)
 def statement(text: str) -> Statement:
     normalized = unicodedata.normalize("NFKC", text)
     words: set[str] = set()

@@ -87,9 +87,10 @@ def test_the_judge_tells_contradictions_duplicates_and_additions_apart() -> None
     ]:  # fmt: skip
         assert pair_judge(a, b, similarity=0.99).label != "duplicate", (a, b)
     # A name with digits in it is a word: another one in its place is another value.
-    assert pair_judge("The wifi password is sunflower42.", "The wifi password is maple77.") == (
-        pair_judge("The wifi password is sunflower.", "The wifi password is maple.")
-    )
+    with_digits = pair_judge("The wifi password is sunflower42.", "The wifi password is maple77.")
+    plain = pair_judge("The wifi password is sunflower.", "The wifi password is maple.")
+    assert (with_digits.label, with_digits.reason) == (plain.label, plain.reason) == (
+        "contradict", "value")  # fmt: skip
 
 
 def test_a_chinese_near_synonym_in_one_place_is_a_rewording_not_another_value() -> None:
@@ -121,7 +122,8 @@ def test_chinese_likings_and_skills_stand_together_unless_one_replaces_the_other
         ("小周早餐喝牛奶。", "小周早饭改喝咖啡了。"),
         ("小周家里只有一只猫。", "小周家里有一只狗。"),
     ]:
-        assert (pair_judge(a, b).label, pair_judge(a, b).reason) == ("contradict", "value"), (a, b)
+        verdict = pair_judge(a, b)
+        assert verdict.label == "contradict" and verdict.reason in ("value", "change"), (a, b)
     # 只 after a digit counts; it does not say "only".
     assert pair_judge("小周有3只猫。", "小周有3只狗。").label == "compatible"
 
