@@ -40,6 +40,7 @@ from facts.contradiction_rules import (
     DUPLICATE,
     _dates,
     _names_differ,
+    _same_root,
     rules_judge,
 )
 from facts.statements import TEXTS_KEPT, Statement, _stem, fold, statement
@@ -230,6 +231,8 @@ def _align(a: str, b: str, han: bool) -> Alignment:
         return Alignment(False, False, False)
     if not _thing(ta[i1:i2], statement(a)) or not _thing(tb[j1:j2], statement(b)):
         return Alignment(False, False, False)
+    if any(_same_root(x, y) for x in ta[i1:i2] for y in tb[j1:j2]):
+        return Alignment(False, False, False)  # another form of one word (allergic / allergy)
     many = bool(set(frame) & _EN_MANY) or _has(_ZH_MANY, "".join(frame))
     return Alignment(turned_round=False, slot=True, many=many)
 

@@ -205,8 +205,10 @@ def test_the_worker_records_conflicts_in_english_and_chinese(tenant, system_acto
     _store(tenant, system_actor, "Alice Chen prefers green tea.", "老王住在上海。",
            "Alice Chen lives in Berlin.")  # fmt: skip
     conflicts_check_pending(tenant=tenant)
+    # In a scope inside the first ones': the request compares a new fact with its own scope's
+    # facts only, the worker with the scopes around it too.
     _store(tenant, system_actor, "Alice Chen prefers black coffee.", "老王住在北京。",
-           "Alice Chen has two cats.")  # fmt: skip
+           "Alice Chen has two cats.", scope="team:x")  # fmt: skip
     assert _pairs(tenant) == {}, "recorded by the worker, not by the request"
     assert tenants_with_unchecked_facts() == [tenant.pk]
     result = conflicts_check_pending(tenant=tenant)
@@ -464,7 +466,9 @@ def test_a_fact_embedded_after_newer_ones_is_still_checked(tenant, system_actor)
 
     _store(tenant, system_actor, "The demo is on Friday.")
     conflicts_check_pending(tenant=tenant)
-    late, early = _store(tenant, system_actor, "The demo is on Thursday.", "Kevin likes tea.")
+    # In another scope, so that the request does not record the conflict itself.
+    late, early = _store(tenant, system_actor, "The demo is on Thursday.", "Kevin likes tea.",
+                         scope="team:x")  # fmt: skip
     with tenant_scope(tenant):  # `late`'s batch is still being embedded by another worker
         rows = Fact.objects.for_tenant(tenant)
         model = rows.get(pk=early.pk).embedding_model
@@ -580,7 +584,7 @@ DISAGREEING = [
      "order"),
     ("user:carol", "Carol is vegetarian.", "Carol is not vegetarian.", "negation"),
     ("", "The server has 64 GB of memory.", "The server has 128 GB of memory.", "number"),
-    ("", "The launch is on the 3rd.", "The launch slipped to the 10th.", "date"),
+    ("", "The launch is on the 3rd.", "The launch slipped to the 10th.", "number"),
     ("user:alice", "爱丽丝喜欢绿茶胜过咖啡。", "爱丽丝喜欢咖啡胜过绿茶。", "order"),
     ("", "李娜吃素。", "李娜不吃素。", "negation"),
     ("", "服务器内存是64G。", "服务器内存是128G。", "number"),
@@ -648,7 +652,7 @@ def test_where_the_tenant_chose_it_the_newer_statement_supersedes_the_older_at_o
         tenant=tenant, changes=settings_changes({"conflict_auto_supersede": 1}), actor=system_actor
     )
     key = bearer(apikey_create(tenant=tenant, name="hermes", actor=system_actor).token)
-    for lang, (scope, older, newer, _) in (("en", DISAGREEING[0]), ("zh", DISAGREEING[6])):
+    for lang, (scope, older, newer, _) in (("en", DISAGREEING[2]), ("zh", DISAGREEING[5])):
         first = key.post("/api/v1/facts", {"content": older, "scope": scope}, format="json")
         _embed(tenant)
         second = key.post("/api/v1/facts", {"content": newer, "scope": scope}, format="json")
