@@ -163,13 +163,6 @@ def fact_near_check(*, tenant: Tenant, content: str, scope: str, query: PassageV
     return NearCheck(duplicate, disagreeing)
 
 
-def fact_near_duplicate(
-    *, tenant: Tenant, content: str, scope: str, query: PassageVector
-) -> NearDuplicate | None:
-    """The active fact of this scope that already says `content`, if any (`fact_near_check`)."""
-    return fact_near_check(tenant=tenant, content=content, scope=scope, query=query).duplicate
-
-
 def conflicts_record_new(
     *, tenant: Tenant, fact: Fact, disagreeing: list[tuple[Fact, Verdict]]
 ) -> list[Conflict]:
