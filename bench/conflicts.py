@@ -2,7 +2,7 @@
 and per kind of change where the pairs name one.
 
     python -m bench.conflicts [--data PATH]... [--json OUT] [--threshold 0.95] [--show-errors]
-                              [--cv-by-kind] [--cache PATH]
+                              [--cv-by-kind] [--cache PATH] [--rules]
 
 `--data` (may be given more than once) is JSON Lines of {"a": ..., "b": ..., "lang": "zh"|"en",
 "label": "contradict"|"compatible"|"duplicate"}, with an optional "kind" (default:
@@ -101,10 +101,11 @@ def _models_by_kind(items: list[dict[str, Any]], sims: list[float], threshold: f
 
 def run(
     items: list[dict[str, Any]], threshold: float, show_errors: bool = False,
-    cv_by_kind: bool = False, cache: Path | None = None,
+    cv_by_kind: bool = False, cache: Path | None = None, rules: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     from bench.judgement_fit import cosines
     from facts.contradiction import pair_judge
+    from facts.contradiction_rules import rules_judge
 
     sims = cosines(items, cache) if cache is not None else similarities(items)
     models = _models_by_kind(items, sims, threshold) if cv_by_kind else {}
@@ -113,8 +114,13 @@ def run(
     pair_judge("The model and jieba load once.", "加载一次。", similarity=0.5)
     started, cpu = time.perf_counter(), time.process_time()
     for item, sim in zip(items, sims, strict=True):
-        verdict = pair_judge(item["a"], item["b"], similarity=sim, duplicate_threshold=threshold,
-                             judge=models.get(item.get("kind", "")))  # fmt: skip
+        if rules:
+            verdict = rules_judge(item["a"], item["b"], similarity=sim,
+                                  duplicate_threshold=threshold)  # fmt: skip
+        else:
+            verdict = pair_judge(item["a"], item["b"], similarity=sim,
+                                 duplicate_threshold=threshold,
+                                 judge=models.get(item.get("kind", "")))  # fmt: skip
         for c in (counts[item["lang"]], by_kind[item["lang"], item.get("kind", "")]):
             c["pairs"] += 1
             for label in ("contradict", "duplicate"):
@@ -162,6 +168,10 @@ def main() -> None:
         "--cache", type=Path,
         help="keep the cosines in this JSON file between runs (no embedder rate then)",
     )  # fmt: skip
+    parser.add_argument(
+        "--rules", action="store_true",
+        help="judge by the earlier rules alone (facts.contradiction_rules), for comparison",
+    )  # fmt: skip
     args = parser.parse_args()
     paths = args.data or [DEFAULT_DATA]
     for path in paths:
@@ -175,9 +185,10 @@ def main() -> None:
     django.setup()
     items = [item for path in paths for item in load(path)]
     figures = run(items, args.threshold, show_errors=args.show_errors,
-                  cv_by_kind=args.cv_by_kind, cache=args.cache)  # fmt: skip
+                  cv_by_kind=args.cv_by_kind, cache=args.cache, rules=args.rules)  # fmt: skip
     names = " + ".join(path.name for path in paths)
     how = ", each kind judged by a model fitted without it" if args.cv_by_kind else ""
+    how += ", by the earlier rules alone" if args.rules else ""
     print(f"Conflict and duplicate detection on {names} (threshold {args.threshold}{how})")
     for lang in ("zh", "en"):
         if lang not in figures:
