@@ -1,10 +1,12 @@
 """Conflicts and near-duplicates: statements that disagree become `Conflict` rows for an admin
 to decide; statements that say what is already stored join the stored fact.
 
-- When a fact is stored, `fact_add` asks `fact_near_duplicate`: a fact of the same scope whose
+- When a fact is stored, `fact_add` asks `fact_near_check`: a fact of the same scope whose
   vector is at least the tenant's `duplicate_threshold` close (or whose text is the same up to
-  case, width, spacing and punctuation), and that the judge does not find disagreeing, is
-  joined instead (`fact_join`); the caller is told which. Turns are never joined.
+  case, width, spacing and punctuation), and that the judgement finds saying the same, is
+  joined instead (`fact_join`); the caller is told which. Turns are never joined. A near fact
+  the judgement finds disagreeing is never joined: the new fact is stored and the conflict
+  recorded at once (`conflicts_record_new`).
 - After a worker embedded facts, `conflicts_check` compares each with its nearest neighbours
   and with the facts that share its entities (`facts.contradiction.pair_judge`): a
   disagreement is recorded once per pair, a duplicate that slipped through (an import, a
@@ -110,13 +112,25 @@ def passage_vector(*, tenant: Tenant, text: str) -> PassageVector | None:
     return PassageVector(vector, space.name, space.dimension)
 
 
-def fact_near_duplicate(
-    *, tenant: Tenant, content: str, scope: str, query: PassageVector
-) -> NearDuplicate | None:
-    """The active fact of this scope that already says `content`, if any. Caller holds the
+@dataclass(frozen=True)
+class NearCheck:
+    """What the facts of a scope nearest to a new statement say of it: the one it repeats, if
+    any, and those it disagrees with (with the judgement's verdict)."""
+
+    duplicate: NearDuplicate | None
+    disagreeing: list[tuple[Fact, Verdict]]
+
+
+def fact_near_check(*, tenant: Tenant, content: str, scope: str, query: PassageVector) -> NearCheck:
+    """Judge `content` against the active facts of this scope nearest to it. Caller holds the
     tenant scope. `query`: `content`'s vector (`passage_vector`; `fact_add` keeps it as the new
     fact's). Without a working embedder there is no vector, and only the same text is found
-    (by fact_add)."""
+    (by fact_add).
+
+    A fact at least the tenant's `duplicate_threshold` close that the judgement finds saying
+    the same is the duplicate; a fact the judgement finds disagreeing is never one, however
+    close (Alice prefers green tea over coffee / coffee over green tea are 0.995 apart in e5):
+    the caller records the conflict once the new fact is stored."""
     threshold = float(tenant.setting("duplicate_threshold"))
     vector, model, dimension = query.vector, query.model, query.dimension
     rows = sql.vector_candidates(
@@ -127,20 +141,41 @@ def fact_near_duplicate(
         filters=sql.Filters(scope_prefix=scope, kind=Kind.FACT),
         limit=5,
     )
-    similar = {fid: score for fid, score, _ in rows if score >= min(threshold, 0.9)}
+    similar = {fid: score for fid, score, _ in rows if score >= NEIGHBOUR_MIN_COSINE}
     if not similar:
-        return None
+        return NearCheck(None, [])
     facts = (
-        Fact.objects.for_tenant(tenant).filter(pk__in=similar, scope=scope).defer("search_vector")
+        Fact.objects.for_tenant(tenant)
+        .filter(pk__in=similar, scope=scope, status=Status.ACTIVE)
+        .defer("search_vector")
     )
+    duplicate: NearDuplicate | None = None
+    disagreeing: list[tuple[Fact, Verdict]] = []
     for fact in sorted(facts, key=lambda f: -similar[f.pk]):
         verdict = pair_judge(
             fact.content, content, similarity=similar[fact.pk], duplicate_threshold=threshold
         )
-        if verdict.label == DUPLICATE:
-            return NearDuplicate(fact=fact, similarity=round(similar[fact.pk], 4),
-                                 reason=verdict.reason)  # fmt: skip
-    return None
+        if verdict.label == CONTRADICT:
+            disagreeing.append((fact, verdict))
+        elif verdict.label == DUPLICATE and duplicate is None:
+            duplicate = NearDuplicate(fact=fact, similarity=round(similar[fact.pk], 4),
+                                      reason=verdict.reason)  # fmt: skip
+    return NearCheck(duplicate, disagreeing)
+
+
+def conflicts_record_new(
+    *, tenant: Tenant, fact: Fact, disagreeing: list[tuple[Fact, Verdict]]
+) -> list[Conflict]:
+    """Record the conflicts a new fact raised when it was stored (`fact_near_check`), each as
+    the worker's check would: once per pair, and superseding the older fact at once where the
+    tenant chose that for clear disagreements. Caller holds the tenant scope."""
+    recorded = []
+    for older, verdict in disagreeing:
+        with transaction.atomic():
+            conflict = _record(tenant, older, fact, verdict)
+        if conflict is not None:
+            recorded.append(conflict)
+    return recorded
 
 
 def fact_join(

@@ -20,7 +20,14 @@ from django.db.models import F, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from facts.conflicts import PassageVector, fact_join, fact_near_duplicate, passage_vector
+from facts.conflicts import (
+    NearCheck,
+    PassageVector,
+    conflicts_record_new,
+    fact_join,
+    fact_near_check,
+    passage_vector,
+)
 from facts.embedding import tables_analyze_own_changes, vectors_write
 from facts.entities import fact_link_entities, facts_link_new_entities
 from facts.events import fact_event_record as _event
@@ -207,8 +214,11 @@ def fact_add(
     A fact (never a turn) whose meaning is already stored in the same scope (a vector at least
     the tenant's `duplicate_threshold` close, or the same text up to punctuation, and nothing
     that disagrees) joins the stored fact: status "joined", that fact returned, its mention
-    count, tags and entities grown. With `join_similar=False` (bulk imports) the worker's
-    check does the same later.
+    count, tags and entities grown. A near fact of the scope that the new one disagrees with
+    (another value, a negation, a comparison turned round) is never joined: the new fact is
+    stored and the conflict recorded (or the older fact superseded, by the tenant's
+    `conflict_auto_supersede`). With `join_similar=False` (bulk imports) the worker's check
+    does the same later.
 
     `draft.pinned` ("always remember"): the fact comes first among the known facts and
     retention never archives it; adding a pinned text that is already stored pins the stored
@@ -219,6 +229,7 @@ def fact_add(
     )  # fmt: skip
     values = _add_values(tenant, draft, actor)
     vector: PassageVector | None = None
+    check = NearCheck(None, [])
     with tenant_scope(tenant):
         if key and (replayed := _replayed(tenant, values, key)) is not None:
             return AddResult(fact=replayed, status="exists")
@@ -226,12 +237,11 @@ def fact_add(
             existing = _existing_fact(tenant, values)
             if existing is not None:
                 return _pin_too(tenant, _readd(tenant, existing, actor), pinned, actor)
-            near = None
             if join_similar and (vector := passage_vector(tenant=tenant, text=text)):
-                near = fact_near_duplicate(
+                check = fact_near_check(
                     tenant=tenant, content=text, scope=values["scope"], query=vector
                 )
-            if near is not None:
+            if (near := check.duplicate) is not None:
                 joined = fact_join(
                     tenant=tenant, fact=near.fact, content=text, tags=values["tags"],
                     actor=actor, similarity=near.similarity,
@@ -256,6 +266,8 @@ def fact_add(
             raise IntegrityError(f"fact {values['content_hash']}: taken by a row not visible here")
         facts_link_new_entities(tenant=tenant, facts=[fact])
         _event(tenant, fact.pk, EventAction.CREATE, actor, after=_snapshot(fact))
+        if kind == Kind.FACT and check.disagreeing:
+            conflicts_record_new(tenant=tenant, fact=fact, disagreeing=check.disagreeing)
         if vector is not None:
             vectors_write(tenant=tenant, fact_ids=[fact.pk], models=[vector.model],
                           vectors=[vector.vector])  # fmt: skip

@@ -65,7 +65,9 @@ def test_a_fact_with_its_vector_on_write_is_still_checked_for_conflicts(
 ) -> None:
     _serving(tenant, system_actor)
     _add(tenant, system_actor, "Alice Chen prefers green tea.")
-    _add(tenant, system_actor, "Alice Chen prefers black coffee.")
+    # In a scope inside the first's: the request judges a fact against its own scope only, the
+    # worker against the scopes around it too.
+    _add(tenant, system_actor, "Alice Chen prefers black coffee.", scope="team:x")
     assert facts_embed_batch(tenant=tenant) == 0, "both stored with their vectors"
     assert conflicts_check_pending(tenant=tenant).conflicts == 1
 

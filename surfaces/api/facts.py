@@ -394,8 +394,9 @@ class FactViewSet(TenantViewSet):
         "returns the stored one (200, `exists`); a removed or archived copy comes back (200, "
         "`restored`); a fact whose meaning the scope holds already (its vector at least the "
         "tenant's `duplicate_threshold` close, nothing disagreeing) joins it (200, `joined`, "
-        "with the fact joined). Turns are never joined. Full text finds it at once; the vector "
-        "channel once a worker embedded it.",
+        "with the fact joined). A fact that disagrees with a near one of its scope is stored "
+        "(201) and the conflict recorded at once. Turns are never joined. Full text finds it "
+        "at once; the vector channel once a worker embedded it.",
         request=FactCreateIn,
         responses={201: FactCreatedOut, 200: FactCreatedOut},
         examples=[
