@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from facts.audit_chain import Digest
 from facts.selectors.audit import AuditEvent
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -24,7 +25,17 @@ def _cell(value: Any) -> str:
 _CSV_COLUMNS = ("source", "id", "at", "action", "actor", "fact_id", "target", "before", "after")
 
 
-def audit_csv_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
+def _digest_fields(digest: Digest) -> dict[str, Any]:
+    """The chain's digest when the export began, as the export's last row: `target` is what
+    `mnemosyne audit verify TENANT --digest` takes."""
+    return {
+        "source": "digest", "id": digest.count, "at": digest.at.isoformat() if digest.at else "",
+        "action": "", "actor": "", "fact_id": None, "target": str(digest), "before": None,
+        "after": {"count": digest.count, "head": digest.head},
+    }  # fmt: skip
+
+
+def audit_csv_rows(events: Iterator[AuditEvent], digest: Digest | None = None) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(_CSV_COLUMNS)
@@ -40,13 +51,18 @@ def audit_csv_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
             yield buffer.getvalue()
             buffer.seek(0)
             buffer.truncate()
+    if digest is not None:
+        row = _digest_fields(digest)
+        writer.writerow(["" if row[c] is None else _cell(row[c]) for c in _CSV_COLUMNS])
     yield buffer.getvalue()
 
 
-def audit_jsonl_rows(events: Iterator[AuditEvent]) -> Iterator[str]:
+def audit_jsonl_rows(events: Iterator[AuditEvent], digest: Digest | None = None) -> Iterator[str]:
     for event in events:
         row = vars(event) | {"at": event.at.isoformat()}
         yield json.dumps(row, ensure_ascii=False) + "\n"
+    if digest is not None:
+        yield json.dumps(_digest_fields(digest), ensure_ascii=False) + "\n"
 
 
 # -- facts ---------------------------------------------------------------------------------------

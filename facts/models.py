@@ -6,7 +6,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
-from tenants.models import TenantOwned
+from tenants.models import Chained, TenantOwned
 
 
 class Kind(models.TextChoices):
@@ -217,9 +217,10 @@ class EventAction(models.TextChoices):
     CONFLICT = "conflict", "conflict"  # a decision on a conflict this fact is part of
 
 
-class FactEvent(TenantOwned):
+class FactEvent(TenantOwned, Chained):
     """Append-only audit trail of a fact. Keeps the fact's id, not a foreign key: a purged
-    fact's history stays. The database refuses UPDATE and DELETE on this table."""
+    fact's history stays. The database refuses UPDATE and DELETE on this table, but for a
+    purge's redaction of the fact's text (and of the salt of that text's digest)."""
 
     fact_id = models.BigIntegerField(null=True, blank=True)
     action = models.CharField(max_length=16, choices=EventAction.choices)
@@ -227,8 +228,16 @@ class FactEvent(TenantOwned):
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
     at = models.DateTimeField()
+    # The fact's text in before/after, committed to apart from the rest: sha256(salt, text),
+    # filled by the database. A purge replaces the text and forgets the salt; the digest stays,
+    # so the chain still verifies and no one can confirm a guessed text against it.
+    content_digest = models.BinaryField(null=True, editable=False)
+    content_salt = models.BinaryField(null=True, editable=False)
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "chain_seq"], name="factevent_chain")
+        ]
         indexes = [
             models.Index(fields=["tenant", "fact_id", "at"], name="factevent_fact"),
             models.Index(fields=["tenant", "id"], name="factevent_tenant_id"),
@@ -287,7 +296,7 @@ class EntityAction(models.TextChoices):
     ALIAS_DISMISS = "alias_dismiss", "alias suggestion dismissed"
 
 
-class EntityEvent(TenantOwned):
+class EntityEvent(TenantOwned, Chained):
     """Append-only history of an entity's curation. Keeps the entity's id, not a foreign key:
     the history of an entity merged away stays."""
 
@@ -299,6 +308,9 @@ class EntityEvent(TenantOwned):
     at = models.DateTimeField()
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "chain_seq"], name="entityevent_chain")
+        ]
         indexes = [models.Index(fields=["tenant", "entity_id", "-at"], name="entityevent_entity")]
 
 

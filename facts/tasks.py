@@ -9,6 +9,7 @@ from datetime import datetime
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 
+from facts.audit_chain import audit_digests_publish
 from facts.conflicts import CHECK_BATCH, conflicts_check_pending, tenants_with_unchecked_facts
 from facts.embedding import (
     embedding_backlog,
@@ -241,3 +242,12 @@ def facts_stats_sweep() -> int:
     for tenant_id in tenant_ids:
         facts_stats_fold.delay(tenant_id)
     return len(tenant_ids)
+
+
+@shared_task(
+    name="facts.tasks.audit_digest_sweep", ignore_result=True, soft_time_limit=240, time_limit=300
+)
+def audit_digest_sweep() -> int:
+    """Beat: publish the audit chain's digest of each tenant whose chain moved since its last
+    (to the log and the digest table; facts.audit_chain)."""
+    return audit_digests_publish()

@@ -378,6 +378,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("MNEMOSYNE_TENANT_INDEX_SWEEP_SECONDS", 3600, minimum=1)),
         "options": {"expires": 3600},
     },
+    # Each tenant's audit chain digest (count and head hash) to the log and the digest table,
+    # when its chain moved: copies kept elsewhere prove later that nothing was rewritten.
+    "audit-digest": {
+        "task": "facts.tasks.audit_digest_sweep",
+        "schedule": float(env_int("MNEMOSYNE_AUDIT_DIGEST_SECONDS", 3600, minimum=1)),
+        "options": {"expires": 600},
+    },
     # A changed extractor re-links every fact; lost relink jobs are sent again.
     "relink-sweep": {
         "task": "facts.tasks.entities_relink_sweep",

@@ -2,7 +2,8 @@
 read across tenants) and the runtime role (web, workers, beat), which owns nothing.
 
 The runtime role gets, after every `migrate`: SELECT, INSERT, UPDATE, DELETE on the tables,
-only SELECT and INSERT on the append-only audit tables, USAGE on the sequences, EXECUTE on the
+only SELECT and INSERT on the append-only audit tables, only SELECT on the audit chain's heads
+(the owner's trigger writes them), USAGE on the sequences, EXECUTE on the
 `mnemosyne_*` functions; default privileges give it the same on tables made later. It never gets
 TRUNCATE (row-level security does not apply to it), REFERENCES or TRIGGER.
 
@@ -70,11 +71,15 @@ def owner_connected() -> bool:
 _AUDIT_TABLES = """
 SELECT DISTINCT c.relname FROM pg_trigger t
   JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid
- WHERE p.proname IN ('mnemosyne_append_only', 'mnemosyne_factevent_guard')
+ WHERE p.proname IN ('mnemosyne_append_only', 'mnemosyne_factevent_guard',
+                     'mnemosyne_append_only_record')
    AND c.relnamespace = current_schema()::regnamespace
  ORDER BY 1
 """
 
+# Tables only the owner's functions write: the head of each tenant's audit chain (tenants 0008),
+# which the trigger that chains audit rows moves. The runtime role reads it.
+_OWNER_WRITTEN = ("tenants_auditchainhead",)
 
 # The cross-tenant functions (tenants/migrations/0006_database_roles.py); not PUBLIC's to run.
 _DEFINER_FUNCTIONS = """
@@ -114,6 +119,17 @@ def roles_grant(cursor: CursorWrapper, *, runtime: str) -> None:
     for table in audit_tables(cursor):
         cursor.execute(
             sql.SQL("REVOKE UPDATE, DELETE ON {} FROM {}").format(sql.Identifier(table), role)
+        )
+    cursor.execute(
+        "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s) "
+        "AND c.relnamespace = current_schema()::regnamespace",
+        [list(_OWNER_WRITTEN)],
+    )
+    for (table,) in cursor.fetchall():
+        cursor.execute(
+            sql.SQL("REVOKE INSERT, UPDATE, DELETE ON {} FROM {}").format(
+                sql.Identifier(table), role
+            )
         )
     cursor.execute(_DEFINER_FUNCTIONS)
     for (function,) in cursor.fetchall():

@@ -4,7 +4,8 @@ The runtime role sees one tenant at a time: row-level security admits only the r
 tenant `tenant_scope` names. What must look across tenants (which tenant an API key or a sign-up
 link belongs to, a user's tenants, which tenants beat's sweeps must visit, deleting a whole
 tenant) calls a SECURITY DEFINER function owned by the owner role
-(tenants/migrations/0006_database_roles.py), which returns only what the caller needs.
+(tenants/migrations/0006_database_roles.py), which returns only what the caller needs and keeps
+the product's rules itself (docs/database-roles.md lists them).
 """
 
 from __future__ import annotations
@@ -79,8 +80,11 @@ def tenants_with_stats_work() -> list[int]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def tenant_rows_delete(*, tenant_id: int) -> None:
+def tenant_rows_delete(*, tenant_id: int, actor: str) -> int:
     """Delete every row of the tenant, audit trail included, and the tenant itself (its other
-    rows' foreign keys are checked at commit)."""
+    rows' foreign keys are checked at commit); the database writes the deletion record and
+    returns its id. It refuses a tenant under legal hold, and an actor who is neither a
+    superuser nor a job (DatabaseError)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT mnemosyne_tenant_delete(%s)", [tenant_id])
+        cursor.execute("SELECT mnemosyne_tenant_delete(%s, %s)", [tenant_id, actor])
+        return int(cursor.fetchone()[0])

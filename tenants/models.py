@@ -62,6 +62,18 @@ class TenantOwned(models.Model):
         abstract = True
 
 
+class Chained(models.Model):
+    """An audit row's place in its tenant's hash chain. The database fills both columns on
+    insert (tenants/migrations/0008_audit_chain.py: whatever the application passes is
+    replaced), and the trail's guard keeps them as they are (facts.audit_chain verifies)."""
+
+    chain_seq = models.BigIntegerField(null=True, editable=False)
+    chain_hash = models.BinaryField(null=True, editable=False)
+
+    class Meta:
+        abstract = True
+
+
 class Role(models.TextChoices):
     ADMIN = "admin", "admin"
     AUDITOR = "auditor", "auditor"
@@ -219,7 +231,7 @@ class TenantAction(models.TextChoices):
     ENTITY_ALIAS_DISMISS = "entity_alias_dismiss", "entity alias suggestion dismissed"
 
 
-class TenantEvent(TenantOwned):
+class TenantEvent(TenantOwned, Chained):
     """Append-only audit of changes to a tenant itself: settings, members, keys, retention."""
 
     action = models.CharField(max_length=32)
@@ -231,6 +243,9 @@ class TenantEvent(TenantOwned):
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "-at"], name="tenantevent_tenant_at")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "chain_seq"], name="tenantevent_chain")
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor} at {self.at:%Y-%m-%d %H:%M:%S}"
@@ -252,3 +267,34 @@ class TenantDeletion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.slug} deleted by {self.actor} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class AuditChainHead(TenantOwned):
+    """The newest link of a tenant's audit chain: its position and hash. Written only by the
+    owner's trigger that chains each audit row; the runtime role may read it."""
+
+    seq = models.BigIntegerField()
+    hash = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant"], name="auditchainhead_tenant")]
+
+    def __str__(self) -> str:
+        return f"audit chain head of tenant {self.tenant_id}: {self.seq}"
+
+
+class AuditDigest(TenantOwned):
+    """A published digest of a tenant's audit chain: how many events it held and the hash of
+    the last, at a moment. Append-only; also written to the log and into audit exports, so that
+    a copy kept elsewhere can prove later that nothing before it was rewritten or removed."""
+
+    count = models.BigIntegerField()
+    head = models.CharField(max_length=64)  # hex; empty for a chain with no event yet
+    at = models.DateTimeField()
+    reason = models.CharField(max_length=16)  # "schedule" or "export"
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "-at"], name="auditdigest_tenant_at")]
+
+    def __str__(self) -> str:
+        return f"{self.count}:{self.head}"

@@ -43,7 +43,6 @@ from tenants.models import (
     Tenant,
     TenantDeletion,
     TenantEvent,
-    TenantOwned,
 )
 from tenants.scope import scope_limit_set, tenant_scope
 
@@ -155,10 +154,12 @@ def membership_remove(*, tenant: Tenant, user: AbstractBaseUser, actor: Actor) -
         if membership is None:
             raise NotFound("membership", user.get_username())
         _refuse_last_admin(tenant, membership, removing=True)
-        membership.delete()
+        # Recorded first: an admin who removes themselves is still a member when it is written
+        # (the database refuses an audit actor who does not belong to the tenant).
         _event(
             tenant, "member_remove", actor, user.get_username(), before={"role": membership.role}
         )
+        membership.delete()
 
 
 # -- invitations ------------------------------------------------------------------------------
@@ -320,8 +321,6 @@ def tenant_delete(*, tenant: Tenant, actor: Actor, confirm: str) -> TenantDeleti
     """Delete a tenant and everything it holds, for good (superusers). `confirm` must be the
     tenant's slug, typed. What remains is a TenantDeletion record: who, when, how much. Refused
     while the tenant is under legal hold."""
-    from django.apps import apps
-
     if (confirm or "").strip() != tenant.slug:
         raise InvalidInput("confirm", f"type the tenant's short name, {tenant.slug}, to delete it")
     if under_legal_hold(tenant):
@@ -329,22 +328,11 @@ def tenant_delete(*, tenant: Tenant, actor: Actor, confirm: str) -> TenantDeleti
             "legal_hold", "the tenant is under legal hold: lift the hold before deleting it"
         )
     locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
-    counts: dict[str, int] = {}
-    with tenant_scope(locked):
-        for model in apps.get_models():
-            if issubclass(model, TenantOwned):
-                counts[model._meta.label] = model.objects.for_tenant(locked).count()
-        slug, name, pk = locked.slug, locked.name, locked.pk
-        # Audit rows included, which the runtime role may not delete: the database does it.
-        cross_tenant.tenant_rows_delete(tenant_id=pk)
-    _archives_remove(pk)
-    return TenantDeletion.objects.create(
-        slug=slug,
-        name=name,
-        tenant_pk=pk,
-        actor=str(actor),
-        counts={label: n for label, n in counts.items() if n},
-    )
+    # The database deletes every row, audit trail included (which the runtime role may not),
+    # counts them and writes the record; it refuses a held tenant itself too.
+    record_id = cross_tenant.tenant_rows_delete(tenant_id=locked.pk, actor=str(actor))
+    _archives_remove(locked.pk)
+    return TenantDeletion.objects.get(pk=record_id)
 
 
 def _archives_remove(tenant_pk: int) -> None:

@@ -85,6 +85,7 @@ ENDPOINTS = [
     Endpoint("GET", "bundle/export", P, 200),
     Endpoint("GET", "audit", R, 200),
     Endpoint("GET", "audit/export", R, 200),
+    Endpoint("GET", "audit/verify", P, 200),
     Endpoint("GET", "", R, 200),  # the tenant itself
     Endpoint("PATCH", "", M, 200, {"settings": {"token_budget": 2000}}),
 ]

@@ -42,15 +42,18 @@ def pretty_json(value: Any) -> str:
 
 @register.filter
 def actor_name(actor: str) -> str:
-    """`user:3:olivia` -> `olivia`, `apikey:7:hermes` -> `hermes`, `job:tests` -> `tests`."""
-    parts = (actor or "").split(":", 2)
+    """`user:3:olivia` -> `olivia`, `apikey:7:hermes` -> `hermes`, `job:tests` -> `tests`;
+    history copied from a bundle, `imported:user:3:olivia`, -> `olivia`."""
+    parts = (actor or "").removeprefix("imported:").split(":", 2)
     return parts[-1] if parts else actor
 
 
 @register.filter
 def actor_kind(actor: str) -> str:
     kind = (actor or "").split(":", 1)[0]
-    return {"user": _("person"), "apikey": _("API key"), "job": _("job")}.get(kind, kind)
+    kinds = {"user": _("person"), "apikey": _("API key"), "job": _("job")}
+    kinds["imported"] = _("imported history")
+    return kinds.get(kind, kind)
 
 
 @register.filter

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from facts import conflicts, curation, graph, inputs, relink, services
+from facts.audit_chain import audit_chain_verify, audit_digest_take, chain_report_data, digest_parse
 from facts.audit_export import audit_csv_rows, audit_jsonl_rows
 from facts.inputs import MAX_ID
 from facts.models import (
@@ -304,6 +305,36 @@ class AuditListQuery(AuditQuery):
 
 class AuditExportQuery(AuditQuery):
     format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
+
+
+class AuditVerifyQuery(StrictSerializer):
+    digest = serializers.CharField(
+        required=False, max_length=100, help_text="a digest kept from before, COUNT:HEAD"
+    )
+
+
+class ChainBreakOut(serializers.Serializer):
+    position = serializers.IntegerField()
+    source = serializers.CharField(  # type: ignore[assignment]  # a field, not Field.source
+        allow_null=True, help_text="fact, entity or tenant"
+    )
+    id = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField()
+
+
+class DigestCheckOut(serializers.Serializer):
+    digest = serializers.CharField()
+    holds = serializers.BooleanField()
+    problem = serializers.CharField(allow_null=True)
+
+
+class AuditVerifyOut(serializers.Serializer):
+    tenant = serializers.CharField()
+    ok = serializers.BooleanField()
+    verified_events = serializers.IntegerField()
+    head = serializers.CharField(help_text="COUNT:HEAD of the chain as verified")
+    first_bad = ChainBreakOut(allow_null=True)
+    digest = DigestCheckOut(allow_null=True)
 
 
 def _status(value: str) -> str | None:
@@ -1298,6 +1329,8 @@ def _audit_filters(query: dict[str, Any]) -> dict[str, Any]:
 
 
 class AuditViewSet(TenantViewSet):
+    needs = {"verify": Need.PEOPLE}  # auditors and admins, signed in
+
     @extend_schema(
         summary="The audit log: every change to facts and to the tenant, newest first",
         description="Filter by source, action, actor (`user:3`, `apikey:7`, `job:...`: a "
@@ -1321,8 +1354,9 @@ class AuditViewSet(TenantViewSet):
     @extend_schema(
         summary="Export the audit log as CSV or JSON Lines",
         description="The same filters as the list, every matching event, streamed newest "
-        "first. The export is itself recorded in the audit log. CSV cells that a spreadsheet "
-        "would take for a formula start with a quote.",
+        "first. The export is itself recorded in the audit log. The last row is the audit "
+        "chain's digest when the export began (source `digest`, target COUNT:HEAD). CSV cells "
+        "that a spreadsheet would take for a formula start with a quote.",
         parameters=[AuditExportQuery],
         responses={
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV with a header"),
@@ -1352,9 +1386,25 @@ class AuditViewSet(TenantViewSet):
             format=fmt,
             filters={k: str(v) for k, v in filters.items() if v is not None},
         )
+        digest = audit_digest_take(tenant=self.tenant, reason="export")
         events = audit_event_iter(tenant=self.tenant, **filters)
-        rows = audit_csv_rows(events) if fmt == "csv" else audit_jsonl_rows(events)
+        rows = audit_csv_rows(events, digest) if fmt == "csv" else audit_jsonl_rows(events, digest)
         content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson"
         return download(
             rows, tenant=self.tenant, what="audit", extension=fmt, content_type=content_type
         )
+
+    @extend_schema(
+        summary="Verify the tenant's audit chain (and a digest kept from before)",
+        description="Walks the tamper-evident chain of every audit event of the tenant and "
+        "names the first that does not verify; with `digest`, also says whether the chain "
+        "still holds it. For signed-in auditors and admins.",
+        parameters=[AuditVerifyQuery],
+        responses={200: AuditVerifyOut},
+        tags=["audit"],
+    )
+    def verify(self, request: Request, tenant: str | None = None) -> Response:
+        query = validated(AuditVerifyQuery, request.query_params)
+        digest = digest_parse(query["digest"]) if query.get("digest") else None
+        report = audit_chain_verify(tenant=self.tenant, digest=digest)
+        return Response(AuditVerifyOut(chain_report_data(report)).data)

@@ -154,6 +154,7 @@ def _lifecycle_routes() -> list[URLPattern]:
         ),
         path("audit", AuditViewSet.as_view({"get": "list"}), name="audit"),
         path("audit/export", AuditViewSet.as_view({"get": "export"}), name="audit-export"),
+        path("audit/verify", AuditViewSet.as_view({"get": "verify"}), name="audit-verify"),
     ]
 
 

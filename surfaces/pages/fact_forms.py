@@ -159,6 +159,15 @@ class EntityFilterForm(forms.Form):
     cursor = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)
 
 
+class AuditVerifyForm(forms.Form):
+    digest = forms.CharField(
+        label=_("Digest kept from before"),
+        required=False,
+        max_length=100,
+        help_text=_("COUNT:HEAD, as an audit export's last row or the log shows it"),
+    )
+
+
 class AuditFilterForm(forms.Form):
     actor = forms.CharField(
         label=_("Actor"),

@@ -13,6 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from facts import aliases, conflicts, curation, graph, inputs, relink, services
+from facts.audit_chain import audit_chain_verify, audit_digest_take, digest_parse
 from facts.audit_export import audit_csv_rows, facts_csv_rows, facts_jsonl_rows
 from facts.bundles import BundleError
 from facts.models import ConflictStatus, EntityType, Fact, Status
@@ -37,6 +38,7 @@ from surfaces.base.forms import apply_errors, query_form
 from surfaces.base.pages import Need, TenantPage, WriteAction, tenant_page
 from surfaces.pages.fact_forms import (
     AuditFilterForm,
+    AuditVerifyForm,
     EntityFilterForm,
     FactAddForm,
     FactEditForm,
@@ -536,14 +538,33 @@ class AuditExportPage(TenantPage):
             format="csv",
             filters={k: str(v) for k, v in filters.items() if v is not None},
         )
+        digest = audit_digest_take(tenant=self.tenant, reason="export")
         events = audit_event_iter(tenant=self.tenant, **filters)
         return download(
-            audit_csv_rows(events),
+            audit_csv_rows(events, digest),
             tenant=self.tenant,
             what="audit",
             extension="csv",
             content_type="text/csv; charset=utf-8",
         )
+
+
+@tenant_page("audit/verify", name="audit_verify", section="audit")
+class AuditVerifyPage(TenantPage):
+    """The audit chain walked now: the first event that does not verify, and a kept digest."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = query_form(AuditVerifyForm, request.GET)
+        if not form.is_valid():
+            return self.render("web/audit_verify.html", {"form": form}, status=400)
+        try:
+            text = form.cleaned_data["digest"]
+            digest = digest_parse(text) if text else None
+        except InvalidInput as error:
+            apply_errors(form, error)
+            return self.render("web/audit_verify.html", {"form": form}, status=400)
+        report = audit_chain_verify(tenant=self.tenant, digest=digest)
+        return self.render("web/audit_verify.html", {"form": form, "report": report})
 
 
 # -- entity curation, the graph, the dictionary ---------------------------------------------------
