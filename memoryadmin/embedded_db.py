@@ -184,7 +184,9 @@ class EmbeddedPostgres:
                 str(self.log_file),
                 "-o",
                 f"-c listen_addresses='' -k {self.socket_dir} -c unix_socket_permissions=0700 "
-                + _memory_options(),
+                # A checkpoint removes the WAL files it no longer needs instead of keeping them
+                # for reuse with their old contents (`mnemosyne compact`: purged text).
+                "-c wal_recycle=off " + _memory_options(),
             )
             self._bootstrap()
             return True
@@ -196,6 +198,22 @@ class EmbeddedPostgres:
                 return False
             self._pg_ctl("stop", "-w", "-t", "60", "-m", "fast")
             return True
+
+    def wal_forget(self) -> int:
+        """Have the server drop the WAL written so far (after `mnemosyne compact`): two WAL
+        switches and checkpoints leave only the newest file, and with wal_recycle off the older
+        ones are removed, not kept for reuse with their contents. Returns the files removed."""
+        wal = self.pgdata / "pg_wal"
+        before = {p.name for p in wal.iterdir() if p.is_file()}
+        with self._connect("postgres") as conn:
+            if conn.execute("SHOW wal_recycle").fetchone() != ("off",):  # started before it
+                conn.execute("ALTER SYSTEM SET wal_recycle = off")
+                conn.execute("SELECT pg_reload_conf()")
+                time.sleep(0.5)  # the checkpointer reads it at its next wake-up
+            for _ in range(2):
+                conn.execute("SELECT pg_switch_wal()")
+                conn.execute("CHECKPOINT")
+        return len(before - {p.name for p in wal.iterdir() if p.is_file()})
 
     # -- internals ---------------------------------------------------------------------------
 

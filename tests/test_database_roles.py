@@ -7,6 +7,7 @@ database), so `connection` here is the runtime role's own connection.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.apps import apps
@@ -15,6 +16,7 @@ from django.core.management.base import SystemCheckError
 from django.db import DatabaseError, connection, transaction
 
 from facts.inputs import fact_draft
+from facts.models import FactEvent
 from facts.services import fact_add
 from operations.health import check_database
 from operations.roles import (
@@ -24,6 +26,7 @@ from operations.roles import (
     owner_credentials,
     runtime_credentials,
 )
+from tenants.actors import Actor
 from tenants.models import Tenant, TenantOwned
 from tenants.scope import tenant_scope
 from tenants.services import apikey_create
@@ -205,11 +208,16 @@ def test_the_cross_tenant_functions_answer_only_what_they_are_asked(filled) -> N
             "WHERE p.prosecdef AND p.proname LIKE 'mnemosyne%%' AND a.grantee = 0"
         )
         assert cursor.fetchall() == [], "the functions are the runtime role's, not everyone's"
-        cursor.execute("SELECT count(*) FROM pg_proc WHERE prosecdef AND proname LIKE 'mnem%%'")
-        # 0006's nine, the audit redaction, the stats sweep, the two that make and drop a
-        # large tenant's own indexes (retrieval 0005), and the analysis after bulk loads
-        # (facts 0015).
-        assert cursor.fetchone()[0] == 14
+        cursor.execute(
+            "SELECT proname FROM pg_proc WHERE prosecdef AND proname LIKE 'mnem%%' ORDER BY 1"
+        )
+        definers = [row[0] for row in cursor.fetchall()]
+    # 0006's nine, the audit redaction, the stats sweep, the two that make and drop a large
+    # tenant's own indexes (retrieval 0005), the analysis after bulk loads (facts 0015) and the
+    # audit chain's trigger (tenants 0008); docs/database-roles.md says what each refuses.
+    assert len(definers) == 15
+    page = (Path(__file__).resolve().parent.parent / "docs" / "database-roles.md").read_text()
+    assert [f for f in definers if f"`{f}(" not in page] == [], "undocumented functions"
 
 
 # -- the checks that say so --------------------------------------------------------------------
@@ -258,3 +266,123 @@ def test_healthz_fails_for_a_superuser(settings, django_db_blocker) -> None:
             connect_as(runtime_credentials())
     assert not check["ok"]
     assert f"the role {SUPERUSER} is a superuser" in check["detail"]
+
+
+# -- what the runtime credential can do as a tenant: only what the product does ----------------
+
+
+def _forge(tenant: Tenant, actor: str) -> None:
+    """An audit event written straight into the table as the runtime role, acting as `tenant`
+    (as any session of that role can)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('app.tenant_id', %s, false)", [str(tenant.pk)])
+        cursor.execute(
+            "INSERT INTO facts_factevent (tenant_id, fact_id, action, actor, at) "
+            "VALUES (%s, NULL, 'create', %s, now())",
+            [tenant.pk, actor],
+        )
+
+
+@pytest.mark.django_db
+def test_a_forged_audit_actor_is_refused_by_the_database(
+    tenant, other_tenant, owner, outsider, system_actor
+) -> None:
+    from django.contrib.auth import get_user_model
+
+    from tenants.models import ApiKey
+
+    other_key = apikey_create(tenant=other_tenant, name="hermes", actor=system_actor).key
+    own_key = apikey_create(tenant=tenant, name="hermes", actor=system_actor).key
+    root = get_user_model().objects.create_superuser("root", password="pw-root-123")
+    refused = [
+        f"user:{outsider.pk}:{outsider.username}",  # a member of another tenant only
+        f"user:{owner.pk}:alice",  # a member's id under another name
+        f"apikey:{other_key.pk}:{other_key.name}",  # another tenant's key
+        f"apikey:{own_key.pk}:other-name",
+        "system",
+        "user:999999:ghost",
+        "",
+    ]
+    for actor in refused:
+        with pytest.raises(DatabaseError, match="does not belong to tenant"):
+            _forge(tenant, actor)
+    accepted = [
+        f"user:{owner.pk}:{owner.username}",
+        f"user:{root.pk}:root",
+        f"apikey:{own_key.pk}:hermes",
+        "job:retention",
+        "imported:user:7:someone-elsewhere",
+    ]
+    for actor in accepted:
+        _forge(tenant, actor)
+    with tenant_scope(tenant):
+        written = set(
+            FactEvent.objects.for_tenant(tenant)
+            .filter(fact_id=None)
+            .values_list("actor", flat=True)
+        )
+        assert ApiKey.objects.for_tenant(tenant).count() == 1
+    assert written == set(accepted)
+
+
+@pytest.mark.django_db
+def test_tenant_deletion_through_the_function_refuses_a_legal_hold(tenant, owner) -> None:
+    from tenants.inputs import retention_changes
+    from tenants.models import TenantDeletion
+    from tenants.services import retention_policy_update
+
+    retention_policy_update(
+        tenant=tenant, actor=Actor.user(owner), changes=retention_changes({"legal_hold": True})
+    )
+    with pytest.raises(DatabaseError, match="under legal hold"):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT mnemosyne_tenant_delete(%s, 'job:mallory')", [tenant.pk])
+    with pytest.raises(DatabaseError, match="does not exist"):
+        with transaction.atomic(), connection.cursor() as cursor:  # 0006's, without the rules
+            cursor.execute("SELECT mnemosyne_tenant_delete(%s)", [tenant.pk])
+    assert Tenant.objects.filter(pk=tenant.pk).exists()
+    assert not TenantDeletion.objects.exists()
+
+
+@pytest.mark.django_db
+def test_tenant_deletion_through_the_function_writes_its_record(filled, owner) -> None:
+    from tenants.models import TenantDeletion
+
+    tenant = filled[0]
+    with pytest.raises(DatabaseError, match="only a superuser or a job"):
+        with transaction.atomic(), connection.cursor() as cursor:  # an admin, not a superuser
+            cursor.execute(
+                "SELECT mnemosyne_tenant_delete(%s, %s)", [tenant.pk, str(Actor.user(owner))]
+            )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT mnemosyne_tenant_delete(%s, 'job:cleanup')", [tenant.pk])
+        record_id = cursor.fetchone()[0]
+    record = TenantDeletion.objects.get(pk=record_id)
+    assert (record.slug, record.tenant_pk, record.actor) == ("acme", tenant.pk, "job:cleanup")
+    assert record.counts["facts_fact"] == 1 and record.counts["tenants_apikey"] == 1
+    assert record.counts["facts_factevent"] >= 1
+    assert not Tenant.objects.filter(pk=tenant.pk).exists()
+    with tenant_scope(filled[1]), connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM facts_fact")
+        assert cursor.fetchone()[0] == 1, "the other tenant keeps its rows"
+    for statement in ("UPDATE tenants_tenantdeletion SET actor = 'x'",
+                      "DELETE FROM tenants_tenantdeletion"):  # fmt: skip
+        with pytest.raises(DatabaseError, match="permission denied"):
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(statement)
+
+
+@pytest.mark.django_db
+def test_the_runtime_role_reads_the_chain_head_and_cannot_move_it(filled) -> None:
+    tenant = filled[0]
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute("SELECT seq FROM tenants_auditchainhead")
+        assert cursor.fetchone()[0] >= 2
+    for statement in (
+        "UPDATE tenants_auditchainhead SET seq = 0",
+        "DELETE FROM tenants_auditchainhead",
+        f"INSERT INTO tenants_auditchainhead (tenant_id, seq, hash) VALUES ({tenant.pk}, 0, '')",  # noqa: S608
+    ):
+        with tenant_scope(tenant), pytest.raises(DatabaseError, match="permission denied"):
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(statement)
