@@ -171,6 +171,9 @@ def tenant_export(
             purpose="export",
             extra={"since": _stamp(since)},
         )
+    # Recorded after the snapshot's transaction: an audit event written in a REPEATABLE READ
+    # transaction could not follow events others added to the chain meanwhile.
+    with tenant_scope(tenant):
         FactEvent.objects.create(
             tenant=tenant, fact_id=None, action=EventAction.EXPORT, actor=str(actor),
             after={"bundle": out.name, "scope": scope or "", "since": _stamp(since),

@@ -8,6 +8,8 @@ microseconds, before and after with any fact text replaced by "[purged]", and th
 that text). The trigger that does it is the owner's (SECURITY DEFINER), so no code of the
 application can skip or shape it; it takes the tenant's head row FOR UPDATE, so inserts from
 many processes get one order: the head's lock is held to the end of the inserting transaction.
+The previous link is read from the events (the newest of the tenant's three tables); the head
+row follows once per statement.
 
 The actor. An audit row's actor must belong to its tenant: a member of it or a superuser
 (`user:<id>:<username>`), one of its API keys (`apikey:<id>:<name>`), a job (`job:<name>`), or
@@ -68,11 +70,22 @@ $$"""
 
 ZERO = "'\\x" + "00" * 32 + "'::bytea"
 
+# The newest link of the tenant's chain, from the events themselves: a row-level BEFORE trigger
+# sees the rows its statement inserted before this one, and, once it holds the head row's lock,
+# every other transaction's are committed.
+LAST_LINK = " UNION ALL ".join(
+    f"(SELECT e.chain_seq AS seq, e.chain_hash AS hash FROM {table} e "
+    "WHERE e.tenant_id = NEW.tenant_id AND e.chain_seq IS NOT NULL "
+    "ORDER BY e.chain_seq DESC LIMIT 1)"
+    for table in ("facts_factevent", "facts_entityevent", "tenants_tenantevent")
+)
+
 CHAIN_TRIGGER = f"""
 CREATE OR REPLACE FUNCTION mnemosyne_audit_chain() RETURNS trigger
 LANGUAGE plpgsql {DEFINER} AS $$
 DECLARE
-  head record;
+  last record;
+  prev bytea := {ZERO};
   obj bigint;
   target text := '';
   digest bytea;
@@ -98,27 +111,47 @@ BEGIN
   ELSE
     target := NEW.target;
   END IF;
-  SELECT h.seq, h.hash INTO head FROM tenants_auditchainhead h
-   WHERE h.tenant_id = NEW.tenant_id FOR UPDATE;
+  -- One writer per tenant at a time: the head row's lock, held to the end of the transaction.
+  PERFORM 1 FROM tenants_auditchainhead h WHERE h.tenant_id = NEW.tenant_id FOR UPDATE;
   IF NOT FOUND THEN
     INSERT INTO tenants_auditchainhead (tenant_id, seq, hash)
     VALUES (NEW.tenant_id, 0, {ZERO}) ON CONFLICT (tenant_id) DO NOTHING;
-    SELECT h.seq, h.hash INTO head FROM tenants_auditchainhead h
-     WHERE h.tenant_id = NEW.tenant_id FOR UPDATE;
+    PERFORM 1 FROM tenants_auditchainhead h WHERE h.tenant_id = NEW.tenant_id FOR UPDATE;
   END IF;
-  NEW.chain_seq := head.seq + 1;
-  NEW.chain_hash := sha256(head.hash || sha256(convert_to(
+  SELECT l.seq, l.hash INTO last FROM ({LAST_LINK}) l ORDER BY l.seq DESC LIMIT 1;
+  IF FOUND THEN
+    prev := last.hash;
+  END IF;
+  NEW.chain_seq := coalesce(last.seq, 0) + 1;
+  NEW.chain_hash := sha256(prev || sha256(convert_to(
     {record("TG_TABLE_NAME", "NEW", "obj", "target", "digest")}, 'UTF8')));
-  UPDATE tenants_auditchainhead SET seq = NEW.chain_seq, hash = NEW.chain_hash
-   WHERE tenant_id = NEW.tenant_id;
   RETURN NEW;
+END $$"""
+
+# The head row follows once per statement (updated once per row, a large insert would leave a
+# chain of versions of it that every later row's lookup walks).
+HEAD_MOVE = f"""
+CREATE OR REPLACE FUNCTION mnemosyne_audit_chain_head() RETURNS trigger
+LANGUAGE plpgsql {DEFINER} AS $$
+BEGIN
+  UPDATE tenants_auditchainhead h SET seq = n.chain_seq, hash = n.chain_hash
+    FROM (SELECT DISTINCT ON (r.tenant_id) r.tenant_id, r.chain_seq, r.chain_hash
+            FROM new_rows r ORDER BY r.tenant_id, r.chain_seq DESC) n
+   WHERE h.tenant_id = n.tenant_id AND h.seq < n.chain_seq;
+  RETURN NULL;
 END $$"""
 
 AUDIT_TABLES = ("facts_factevent", "facts_entityevent", "tenants_tenantevent")
 TRIGGERS = [
-    f"CREATE TRIGGER {table}_chain BEFORE INSERT ON {table} "
-    "FOR EACH ROW EXECUTE FUNCTION mnemosyne_audit_chain()"
+    statement
     for table in AUDIT_TABLES
+    for statement in (
+        f"CREATE TRIGGER {table}_chain BEFORE INSERT ON {table} "
+        "FOR EACH ROW EXECUTE FUNCTION mnemosyne_audit_chain()",
+        f"CREATE TRIGGER {table}_chain_head AFTER INSERT ON {table} "
+        "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
+        "EXECUTE FUNCTION mnemosyne_audit_chain_head()",
+    )
 ]
 GUARDS = {
     "facts_factevent": "facts_factevent_append_only",
@@ -355,12 +388,19 @@ class Migration(migrations.Migration):
             sql=[
                 ACTOR_CHECK,
                 CHAIN_TRIGGER,
+                HEAD_MOVE,
                 "REVOKE EXECUTE ON FUNCTION mnemosyne_audit_chain() FROM PUBLIC",
+                "REVOKE EXECUTE ON FUNCTION mnemosyne_audit_chain_head() FROM PUBLIC",
                 *TRIGGERS,
             ],
             reverse_sql=[
                 *(f"DROP TRIGGER IF EXISTS {table}_chain ON {table}" for table in AUDIT_TABLES),
+                *(
+                    f"DROP TRIGGER IF EXISTS {table}_chain_head ON {table}"
+                    for table in AUDIT_TABLES
+                ),
                 "DROP FUNCTION IF EXISTS mnemosyne_audit_chain()",
+                "DROP FUNCTION IF EXISTS mnemosyne_audit_chain_head()",
                 "DROP FUNCTION IF EXISTS mnemosyne_audit_actor_ok(bigint, text)",
             ],
         ),

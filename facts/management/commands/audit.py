@@ -9,10 +9,14 @@ from tenants.errors import InvalidInput, NotFound
 from tenants.selectors import tenant_get
 
 
+def _events(n: int) -> str:
+    return f"{n} event" if n == 1 else f"{n} events"
+
+
 def _report_lines(report: ChainReport) -> list[str]:
     lines = []
     if report.broken is None:
-        lines.append(f"{report.tenant}: the audit chain verifies: {report.count} events")
+        lines.append(f"{report.tenant}: the audit chain verifies: {_events(report.count)}")
         lines.append(f"head: {report.count}:{report.head}")
     else:
         where = (
@@ -24,7 +28,7 @@ def _report_lines(report: ChainReport) -> list[str]:
             f"{report.tenant}: the audit chain does not verify at position "
             f"{report.broken.position} ({where}): {report.broken.reason}"
         )
-        lines.append(f"{report.count} events verify before it")
+        lines.append(f"verified before it: {_events(report.count)}")
     if report.digest is not None:
         if report.digest_ok:
             lines.append(f"digest {report.digest}: holds")
@@ -67,5 +71,7 @@ class Command(BaseCommand):
         report = audit_chain_verify(tenant=found, digest=given)
         for line in _report_lines(report):
             self.stdout.write(line)
-        if not report.ok:
+        if report.broken is not None:
             raise CommandError("the audit chain does not verify")
+        if report.digest_ok is False:
+            raise CommandError("the chain does not hold the digest given")
