@@ -3,6 +3,9 @@
     python -m bench.audit_chain [--events 3000] [--writers 4] [--json OUT]
 
 On a fresh database (bench.harness), as the runtime role, like web processes and workers:
+0. the database backend's own CPU time per event of one INSERT of `--events` rows, with a job's
+   and with an API key's actor (read from /proc: a server on this machine), and the trigger's
+   time as EXPLAIN ANALYZE reports it;
 1. one event per transaction (as `facts.events.fact_event_record` writes one), `--events` times;
 2. a thousand events per statement (as imports and retention runs write them), `--events` in all;
 3. `--writers` processes at once, each writing `--events` / `--writers` single-event
@@ -43,7 +46,7 @@ def _sha256_rate() -> float:
 def _trigger(enabled: bool) -> None:
     from django.db import connection, transaction
 
-    from memoryadmin.roles import as_owner
+    from operations.roles import as_owner
 
     verb = "ENABLE" if enabled else "DISABLE"
     with as_owner(), transaction.atomic(), connection.cursor() as cursor:
@@ -149,6 +152,34 @@ def _trigger_ms(tenant_id: int, rows: int, content: bool) -> float:
     return trigger["Time"] / trigger["Calls"]
 
 
+def _backend_cpu_ms(tenant_id: int, rows: int, actor: str) -> float | None:
+    """The database backend's own CPU time per row of one INSERT of `rows` events (from
+    /proc/<pid>/stat: a server on this machine; None elsewhere). Unlike wall time, it does not
+    count the time the backend waited for a core on a busy machine."""
+    from django.db import connection
+
+    from tenants.scope import tenant_scope
+
+    with tenant_scope(tenant_id), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        stat = f"/proc/{cursor.fetchone()[0]}/stat"
+        if not os.access(stat, os.R_OK):
+            return None
+
+        def used() -> float:
+            fields = open(stat).read().rsplit(")", 1)[1].split()  # noqa: SIM115, PTH123
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        before = used()
+        cursor.execute(
+            "INSERT INTO facts_factevent (tenant_id, fact_id, action, actor, before, after, at) "
+            "SELECT %s, g, 'update', %s, NULL, jsonb_build_object('trust_score', 0.5), now() "
+            "FROM generate_series(1, %s) g",
+            [tenant_id, actor, rows],
+        )
+        return 1000 * (used() - before) / rows
+
+
 def _row(label: str, count: int, wall: float, cpu: float) -> dict[str, Any]:
     figures = {"events": count, "ms_per_event": 1000 * wall / count,
                "cpu_ms_per_event": 1000 * cpu / count}  # fmt: skip
@@ -172,6 +203,9 @@ def _verify(tenant: Any) -> dict[str, Any]:
 
 
 def run(events: int, writers: int) -> dict[str, Any]:
+    from tenants.actors import Actor
+    from tenants.services import apikey_create
+
     figures: dict[str, Any] = {"sha256_mb_per_s": _sha256_rate(), "writers": writers}
     main = _tenant("bench-main")
     others = [_tenant(f"bench-w{i}") for i in range(writers)]
@@ -181,10 +215,16 @@ def run(events: int, writers: int) -> dict[str, Any]:
         "with_text": _trigger_ms(main.pk, events, content=True),
     }
     progress(f"the trigger, as the server times it: {figures['trigger_ms_per_row']}")
+    key = apikey_create(tenant=main, name="bench", actor=Actor.job("bench")).key
     for chained in (True, False):
         name = "chain" if chained else "no_chain"
         _trigger(chained)
         try:
+            figures[f"backend_cpu_ms_per_row_{name}"] = {
+                "job": _backend_cpu_ms(main.pk, events, "job:bench"),
+                "apikey": _backend_cpu_ms(main.pk, events, f"apikey:{key.pk}:{key.name}"),
+            }
+            progress(f"backend CPU per row, {name}: {figures[f'backend_cpu_ms_per_row_{name}']}")
             figures[f"single_{name}"] = _row(f"single, {name}", events,
                                              *_singles(main.pk, events, name))  # fmt: skip
             figures[f"bulk_{name}"] = _row(f"bulk, {name}", events, *_bulk(main.pk, events))

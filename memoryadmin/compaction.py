@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import connection
 
-from memoryadmin.roles import as_owner
+from operations.roles import as_owner
 
 # The tables a purge changes that hold a fact's text or words: the facts (content, search
 # vector), the audit trail (the redacted events' old versions), the entities named only by

@@ -12,7 +12,7 @@ from django.db import connection
 
 from facts import services
 from facts.inputs import fact_draft, purge_reason
-from memoryadmin.roles import as_owner
+from operations.roles import as_owner
 
 
 def _files_holding(folder: Path, marker: bytes) -> list[str]:
