@@ -135,8 +135,8 @@ REFUSED = [
     "ALTER TABLE facts_fact OWNER TO CURRENT_USER",
     "CREATE TABLE mallory (id int)",
     "CREATE FUNCTION mallory() RETURNS int LANGUAGE sql AS 'SELECT 1'",
-    "CREATE OR REPLACE FUNCTION mnemosyne_tenant_delete(doomed bigint) RETURNS void "
-    "LANGUAGE sql AS 'SELECT 1'",
+    "CREATE OR REPLACE FUNCTION mnemosyne_tenant_delete(doomed bigint, actor text) "
+    "RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'",
 ]
 
 
