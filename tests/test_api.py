@@ -361,7 +361,8 @@ def test_the_audit_log_exports_as_csv_and_json_lines(world, owner) -> None:
     assert any(r["target"].startswith("'=HYPERLINK") for r in created)  # no formula runs
     lines = b"".join(client.get(f"{BASE}/audit/export?format=jsonl").streaming_content)
     events = [json.loads(line) for line in lines.decode().splitlines()]
-    assert {e["source"] for e in events} == {"fact", "tenant"}
+    assert {e["source"] for e in events} == {"fact", "tenant", "digest"}
+    assert events[-1]["source"] == "digest"  # the audit chain's digest ends every export
     assert events[0]["action"] == "audit_export"  # the export before this one is on record
     assert events[0]["actor"] == f"user:{owner.pk}:olivia"
 
