@@ -1401,8 +1401,27 @@ class AuditViewSet(TenantViewSet):
         "still holds it. For signed-in auditors and admins.",
         parameters=[AuditVerifyQuery],
         responses={200: AuditVerifyOut},
+        examples=[
+            OpenApiExample("a chain rewritten after a digest was kept", response_only=True, value={
+                "tenant": "acme", "ok": False, "verified_events": 5,
+                "head": "5:357424568a8dcf8203ecdefada5b1bc1110ae06611015397d4152207f52cd826",
+                "first_bad": None,
+                "digest": {
+                    "digest": "5:abd00d5c425080768cbda4311912e0cf9819a3291ad4ed296d7e38b49e8fc33b",
+                    "holds": False,
+                    "problem": "event 5 no longer has the digest's hash: the chain was rewritten",
+                },
+            }),
+            OpenApiExample("an event changed", response_only=True, value={
+                "tenant": "acme", "ok": False, "verified_events": 1,
+                "head": "1:2f5c749bafa7df71c4affcd1cafd1633eec62f3a3f8446809b0ec818158a6ab9",
+                "first_bad": {"position": 2, "source": "fact", "id": 1, "reason":
+                              "it does not match its hash: it was changed, or one before it was"},
+                "digest": None,
+            }),
+        ],
         tags=["audit"],
-    )
+    )  # fmt: skip
     def verify(self, request: Request, tenant: str | None = None) -> Response:
         query = validated(AuditVerifyQuery, request.query_params)
         digest = digest_parse(query["digest"]) if query.get("digest") else None
