@@ -244,9 +244,7 @@ def facts_stats_sweep() -> int:
     return len(tenant_ids)
 
 
-@shared_task(
-    name="facts.tasks.audit_digest_sweep", ignore_result=True, soft_time_limit=240, time_limit=300
-)
+@sweep_task("facts.tasks.audit_digest_sweep")
 def audit_digest_sweep() -> int:
     """Beat: publish the audit chain's digest of each tenant whose chain moved since its last
     (to the log and the digest table; facts.audit_chain)."""

@@ -44,6 +44,8 @@ GROUPS: dict[str, tuple[Entry, ...]] = {
         Entry("migrate", "bring the database's tables up to date (as the owner role)"),
         Entry("check", "check the configuration and the database roles"),
         Entry("embedder", "load the embedder; which model serves recall, how far a switch is"),
+        Entry("audit", "verify a tenant's tamper-evident audit chain; publish its digest"),
+        Entry("compact", "rewrite the tables purges touched, so purged text leaves the files"),
         Entry("shell", "a Python shell with Mnemosyne's settings loaded"),
         Entry("django", "Django's own commands: `mnemosyne django --help` lists them all"),
     ),

@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "tenant": ["create", "list", "rename", "delete"],
     "apikey": ["create", "list", "revoke"],
     "hermes": ["install", "uninstall", "import"],
+    "audit": ["verify", "digest"],
 }
 
 

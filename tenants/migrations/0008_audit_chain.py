@@ -314,7 +314,7 @@ END $$"""
 class Migration(migrations.Migration):
     dependencies = [
         ("tenants", "0007_importance_schedule"),
-        ("facts", "0017_audit_chain_columns"),
+        ("facts", "0018_audit_chain_columns"),
     ]
 
     operations = [

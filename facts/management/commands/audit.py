@@ -1,12 +1,17 @@
+"""`mnemosyne audit verify|digest` (docs/audit-chain.md).
+
+Nothing of the models is imported at the top: `--help` and argument errors answer before
+Django's set-up (memoryadmin/cli.py).
+"""
+
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from facts.audit_chain import ChainReport, audit_chain_verify, audit_digest_take, digest_parse
-from tenants.errors import InvalidInput, NotFound
-from tenants.selectors import tenant_get
+if TYPE_CHECKING:
+    from facts.audit_chain import ChainReport
 
 
 def _events(n: int) -> str:
@@ -46,16 +51,31 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        actions = parser.add_subparsers(dest="action", required=True)
-        verify = actions.add_parser("verify", help="verify the chain (and a digest)")
+        actions = parser.add_subparsers(dest="action", required=True, metavar="verify|digest")
+        verify = actions.add_parser(
+            "verify",
+            help="verify the chain (and a digest)",
+            description="Walk the tenant's audit chain and name the first event that does not "
+            "verify; with --digest, also check that the chain still holds a digest taken before. "
+            "Exit 1 if either fails.",
+        )
         verify.add_argument("tenant", help="the tenant's slug")
         verify.add_argument(
             "--digest", default=None, help="a digest taken before, COUNT:HEAD, to check"
         )
-        digest = actions.add_parser("digest", help="publish and print the chain's digest")
+        digest = actions.add_parser(
+            "digest",
+            help="publish and print the chain's digest",
+            description="Publish the tenant's audit chain digest now (log and digest table) "
+            "and print it: COUNT:HEAD and the time.",
+        )
         digest.add_argument("tenant", help="the tenant's slug")
 
     def handle(self, *args: Any, action: str, tenant: str, **options: Any) -> None:
+        from facts.audit_chain import audit_chain_verify, audit_digest_take, digest_parse
+        from tenants.errors import InvalidInput, NotFound
+        from tenants.selectors import tenant_get
+
         try:
             found = tenant_get(slug=tenant)
             if action == "digest":
@@ -64,10 +84,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"{found.slug} {taken} at {stamp}")
                 return
             given = digest_parse(options["digest"]) if options["digest"] else None
-        except NotFound:
-            raise CommandError(f"no tenant {tenant!r}") from None
+        except NotFound as error:
+            raise CommandError(str(error)) from None
         except InvalidInput as error:
-            raise CommandError(f"--{error}") from None
+            raise CommandError(f"--{error.field}: {error.message}") from None
         report = audit_chain_verify(tenant=found, digest=given)
         for line in _report_lines(report):
             self.stdout.write(line)

@@ -1,10 +1,12 @@
+"""`mnemosyne compact` (docs/erasure.md)."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memoryadmin.compaction import COMPACTED, database_compact
+from memoryadmin.compaction import COMPACTED  # no model imported: --help needs no set-up
 
 
 class Command(BaseCommand):
@@ -17,6 +19,8 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        from memoryadmin.compaction import database_compact
+
         report = database_compact()
         for table, before, after in report.tables:
             self.stdout.write(f"{table}: {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB")

@@ -121,7 +121,7 @@ def _chained(model: str) -> list[migrations.AddField]:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("facts", "0016_analyze_waits_for_another")]
+    dependencies = [("facts", "0017_entityevent_alias_dismiss")]
 
     operations = [
         *_chained("factevent"),
