@@ -9,11 +9,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from agenttools.arguments import ToolArguments
 from facts import services
 from facts.embedding import facts_embed_batch
 from facts.inputs import (
     FactChanges,
-    ToolArguments,
     fact_changes,
     fact_draft,
     helpful,
