@@ -44,6 +44,10 @@ def pair_judge(
     judge = judge or model()
     cues = pair_cues(a, b, similarity, duplicate_threshold)
     p_contradict, p_duplicate, p_compatible = judge.probabilities(cues.vector)[0].tolist()
+    if cues.plain:
+        # Nothing to weigh: the same words turned round, or another favourite.
+        sure = max(p_contradict, CLEAR if cues.plain == "order" else 0.5)
+        return Verdict(CONTRADICT, cues.plain, round(sure, 3), clear=sure >= CLEAR)
     if p_contradict >= 0.5:
         reason = cues.kinds[0] if cues.kinds else "meaning"
         return Verdict(CONTRADICT, reason, round(p_contradict, 3), clear=p_contradict >= CLEAR)

@@ -201,6 +201,7 @@ class Alignment:
     slot: bool  # one span that differs, inside a frame the two share
     many: bool  # and the frame is a verb that takes many values at once (visited, 去过)
     subject: bool = False  # the span that differs is the first: another subject
+    narrow: bool = False  # the slot is one word on each side
 
 
 def _thing(span: tuple[str, ...], st: Statement) -> bool:
@@ -213,7 +214,10 @@ def _thing(span: tuple[str, ...], st: Statement) -> bool:
     return any(_stem(t) in things or t in things for t in span)
 
 
-def _align(a: str, b: str, han: bool) -> Alignment:
+def _align(a: str, b: str, han: bool, *, any_span: bool = False) -> Alignment:
+    """How the two line up. `any_span`: a span that differs counts as another value even when
+    it reads as a verb, if it is one word (the favourite or the only one: 最爱吃火锅 / 最爱吃
+    烧烤)."""
     ta, tb = _tokens(a), _tokens(b)
     if Counter(ta) == Counter(tb):
         return Alignment(turned_round=ta != tb and len(ta) >= 2, slot=False, many=False)
@@ -229,12 +233,15 @@ def _align(a: str, b: str, han: bool) -> Alignment:
         return Alignment(False, False, False, subject=True)
     if i2 - i1 > most or j2 - j1 > most:
         return Alignment(False, False, False)
-    if not _thing(ta[i1:i2], statement(a)) or not _thing(tb[j1:j2], statement(b)):
+    # One word for another (Chinese: two characters), the rest the same.
+    narrow = max(i2 - i1, j2 - j1) <= (2 if han else 1)
+    things = _thing(ta[i1:i2], statement(a)) and _thing(tb[j1:j2], statement(b))
+    if not things and not (any_span and narrow):
         return Alignment(False, False, False)
     if any(_same_root(x, y) for x in ta[i1:i2] for y in tb[j1:j2]):
         return Alignment(False, False, False)  # another form of one word (allergic / allergy)
     many = bool(set(frame) & _EN_MANY) or _has(_ZH_MANY, "".join(frame))
-    return Alignment(turned_round=False, slot=True, many=many)
+    return Alignment(turned_round=False, slot=True, many=many, narrow=narrow)
 
 
 CUES: tuple[str, ...] = (
@@ -262,6 +269,10 @@ class Cues:
     # frequency, another thing in the same place, a change, another subject. Never a
     # duplicate then.
     differs: bool
+    # A disagreement that needs no weighing: the same words with a comparison turned round
+    # ("green tea over coffee" / "coffee over green tea"), or another favourite or only
+    # value in the same sentence. Its kind, else "".
+    plain: str = ""
 
 
 def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: float) -> Cues:
@@ -276,7 +287,11 @@ def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: flo
     # comparison turned round. Two of them cancel out.
     negation = sa.negated != sb.negated or (ma.never != mb.never and not (sa.negated or sb.negated))
     opposite = bool(_opposite_count(sa, sb))
-    aligned = _align(a, b, han > 0.3)
+    # The favourite or the only one is one value, whatever the verb (最爱看足球 / 最爱看网球).
+    only = ma.exclusive or mb.exclusive or sa.exclusive or sb.exclusive
+    # Both say which one is the favourite or the only one: one word for another is another value.
+    favourite = ma.exclusive and mb.exclusive and sa.exclusive and sb.exclusive
+    aligned = _align(a, b, han > 0.3, any_span=favourite)
     round_ = aligned.turned_round
     # A and B / B and A says the same; any other order turned round does not.
     # (nor does "A is B" / "B is A").
@@ -286,8 +301,6 @@ def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: flo
     values_differ = bool(sa.values and sb.values and sa.values != sb.values)
     reordered = bool(sa.values) and sa.values == sb.values and sa.value_order != sb.value_order
     frequency = bool(ma.frequency and mb.frequency and ma.frequency != mb.frequency)
-    # The favourite or the only one is one value, whatever the verb (最爱看足球 / 最爱看网球).
-    only = ma.exclusive or mb.exclusive or sa.exclusive or sb.exclusive
     slot, slot_many = aligned.slot, aligned.many and not only
     added = ma.additive != mb.additive or sa.additive != sb.additive
     # An addition is more, not other (free on Thursday / free on Friday too); nor is another
@@ -323,7 +336,12 @@ def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: flo
         flips % 2 or values_differ or reordered or frequency or slot or change or aligned.subject
         or _names_differ(sa, sb)
     )  # fmt: skip
-    return Cues(np.asarray(vector, dtype=np.float64), kinds, differs)
+    plain = ""
+    if turned and ma.order and mb.order and sa.negated == sb.negated:
+        plain = "order"
+    elif favourite and aligned.slot and aligned.narrow and not added and sa.negated == sb.negated:
+        plain = "value"
+    return Cues(np.asarray(vector, dtype=np.float64), kinds, differs, plain)
 
 
 # -- the model -----------------------------------------------------------------------------------

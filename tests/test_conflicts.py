@@ -589,6 +589,10 @@ DISAGREEING = [
     ("", "李娜吃素。", "李娜不吃素。", "negation"),
     ("", "服务器内存是64G。", "服务器内存是128G。", "number"),
     ("", "李明每天骑车上班。", "李明从不骑车。", "negation"),
+    ("team:web", "Bob prefers React over Vue.", "Bob prefers Vue over React.", "order"),
+    ("", "王芳喜欢喝茶胜过咖啡。", "王芳喜欢喝咖啡胜过茶。", "order"),
+    ("user:zhang", "张伟最爱吃火锅。", "张伟最爱吃烧烤。", "value"),
+    ("", "Dana always takes the train.", "Dana never takes the train.", "negation"),
 ]  # fmt: skip
 
 
