@@ -311,7 +311,7 @@ def main(
             default=None,
             help="the profile's HERMES_HOME (default: $HERMES_HOME, else ~/.hermes)",
         )
-        if name in ("install", "import"):
+        if name == "install":
             sub.add_argument(
                 "--url", required=True, help="the Mnemosyne server, e.g. http://127.0.0.1:8000"
             )
@@ -320,6 +320,16 @@ def main(
                 "--scope", help="scope the profile writes to and reads, e.g. project:beta"
             )
             sub.add_argument("--ca-file", help="the CA of a server with a private TLS certificate")
+        if name == "import":
+            installed = "(default: the one the profile was installed with)"
+            sub.add_argument("--url", help=f"the Mnemosyne server {installed}")
+            sub.add_argument("--api-key", help=f"an API key of the tenant {installed}")
+            sub.add_argument(
+                "--scope",
+                help="the scope the memories land in, e.g. team:hermes (default: the profile's "
+                "scope, else the key's scope limit, else the whole tenant)",
+            )
+            sub.add_argument("--ca-file", help=f"the CA of a private TLS certificate {installed}")
         if name == "install":
             sub.add_argument(
                 "--import-memories",
@@ -351,13 +361,23 @@ def main(
                 say=say,
             )
         elif options.action == "import":
+            # What the command line leaves out, the profile's installed settings give: its
+            # memories land where the profile reads.
+            section = provider_config.read_section(home)
+            url, api_key, scope, ca_file = (
+                str(options.url or section.get("url") or "").strip().rstrip("/"),
+                str(options.api_key or section.get("api_key") or "").strip(),
+                str(options.scope or section.get("scope") or "").strip().strip("/") or None,
+                str(options.ca_file or section.get("ca_file") or ""),
+            )  # fmt: skip
+            if not url or not api_key:
+                raise InstallError(
+                    f"{home} is not connected to Mnemosyne: give --url and --api-key "
+                    "(or run `mnemosyne hermes install` first)"
+                )
             say(f"Importing the memories of the Hermes profile in {home}")
             result = profile_import(
-                url=options.url.strip().rstrip("/"),
-                api_key=options.api_key.strip(),
-                hermes_home=home,
-                scope=options.scope,
-                ca_file=options.ca_file or "",
+                url=url, api_key=api_key, hermes_home=home, scope=scope, ca_file=ca_file
             )
             say(summary(result))
         else:

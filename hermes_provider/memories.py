@@ -141,7 +141,7 @@ def offer_import(
         if not sys.stdin.isatty():
             say(
                 f"  memories: this profile remembers {listed}; bring them along with "
-                f"`mnemosyne hermes import --url {url} --api-key ... --hermes-home {hermes_home}`"
+                f"`mnemosyne hermes import --hermes-home {hermes_home}`"
             )
             return 0
         answer = input(f"This profile remembers {listed}. Import them into Mnemosyne? [Y/n] ")
@@ -156,7 +156,10 @@ def offer_import(
 
 
 def summary(result: dict[str, Any]) -> str:
+    scope = result.get("scope")
+    where = f"scope {scope}" if scope else "the whole tenant (no scope)"
     return (
         f"  memories: imported {result['added']} ({result['exists']} were there already; "
-        f"{result['entities_linked']} entity links) from {', '.join(result['sources'])}"
+        f"{result['entities_linked']} entity links) from {', '.join(result['sources'])} "
+        f"into {where}"
     )

@@ -136,7 +136,7 @@ def test_install_brings_the_memories_along_through_the_server(
     assert installed.returncode == 0, installed.stderr
     assert (
         "memories: imported 6 (0 were there already; 2 entity links) from memory_store.db, "
-        "MEMORY.md, USER.md" in installed.stdout
+        "MEMORY.md, USER.md into the whole tenant (no scope)" in installed.stdout
     )
     again = mnemosyne_hermes("import")
     assert again.returncode == 0, again.stderr
@@ -147,6 +147,50 @@ def test_install_brings_the_memories_along_through_the_server(
         assert vim.trust_score == pytest.approx(0.3)
     with tenant_scope(other_tenant):
         assert not Fact.objects.for_tenant(other_tenant).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_lands_in_the_scope_the_profile_reads_and_says_so(
+    tenant, system_actor, live_server, tmp_path
+) -> None:
+    from hermes_provider.installer import main
+    from tenants.services import apikey_create
+
+    _memory_files(tmp_path)
+    token = apikey_create(tenant=tenant, name="hermes", actor=system_actor).token
+
+    def run(*args: str) -> tuple[int, str]:
+        out = StringIO()
+        with redirect_stdout(out):
+            code = main([*args, "--hermes-home", str(tmp_path)])
+        return code, out.getvalue()
+
+    code, _ = run("install", "--url", live_server.url, "--api-key", token,
+                  "--scope", "team:hermes", "--import-memories", "no")  # fmt: skip
+    assert code == 0
+    # The URL, the key and the scope are the profile's own.
+    code, said = run("import")
+    assert code == 0, said
+    assert "imported 3 (0 were there already; 0 entity links) from MEMORY.md, USER.md into " \
+        "scope team:hermes" in said  # fmt: skip
+    with tenant_scope(tenant):
+        scopes = set(Fact.objects.for_tenant(tenant).values_list("scope", flat=True))
+    assert scopes == {"team:hermes"}
+    # --scope puts them elsewhere, on purpose.
+    code, said = run("import", "--scope", "team:archive")
+    assert code == 0 and "into scope team:archive" in said, said
+    with tenant_scope(tenant):
+        archived = Fact.objects.for_tenant(tenant).filter(scope="team:archive").count()
+    assert archived == 3
+    # A profile that was never connected is told what to give.
+    other = tmp_path / "other"
+    other.mkdir()
+    out, err = StringIO(), StringIO()
+    from contextlib import redirect_stderr
+
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(["import", "--hermes-home", str(other)]) == 1
+    assert "give --url and --api-key" in err.getvalue()
 
 
 @pytest.mark.django_db(transaction=True)

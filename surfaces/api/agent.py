@@ -186,6 +186,10 @@ class ProfileImportOut(serializers.Serializer):
     exists = serializers.IntegerField(help_text="already stored (same scope and text)")
     entities_linked = serializers.IntegerField()
     sources = serializers.ListField(child=serializers.CharField())
+    scope = serializers.CharField(
+        help_text="the scope the memories landed in ('' is the whole tenant): the one asked for, "
+        "else the key's scope limit"
+    )
 
 
 class AgentViewSet(TenantViewSet):
@@ -447,6 +451,7 @@ class ProfileImportViewSet(AgentViewSet):
                     "exists": 0,
                     "entities_linked": 2,
                     "sources": ["memory_store.db", "MEMORY.md", "USER.md"],
+                    "scope": "team:hermes",
                 },
                 response_only=True,
             )
@@ -492,5 +497,6 @@ class ProfileImportViewSet(AgentViewSet):
                 "exists": result.exists,
                 "entities_linked": result.entities_linked,
                 "sources": [Path(source).name for source in result.sources],
+                "scope": binding.scope,
             }
         )
