@@ -4,6 +4,10 @@ Three levels, deduplicated across them:
 1. hot restore (first turn of a resumed session): the last turns of that session, in order;
 2. the tenant's most important facts (importance, then trust, then helpful feedback);
 3. the query's hybrid recall results.
+
+A fact in an open conflict is shown with the other side beside it, both dated and the newer
+first, so the agent can tell which statement is newer; a resolved conflict leaves only the fact
+that stands (a superseded fact is no longer active, so nothing shows it).
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from typing import TypedDict
 
 from django.core.cache import cache
 from django.db import connection, transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from facts.models import Fact, Kind, Status
+from facts.models import Conflict, ConflictStatus, Fact, Kind, Status
 from indexing.tokens import count_tokens
 from observability.metrics import context_observe
 from retrieval.inputs import recall_query
@@ -65,10 +70,47 @@ def _fact_line(fact: Fact) -> str:
     return f"- {fact.content}" + (f" ({fact.category})" if fact.category != "general" else "")
 
 
+def _dated(fact: Fact) -> str:
+    return f"[{fact.created_at:%Y-%m-%d}] {fact.content}"
+
+
+def _disputed_line(fact: Fact, others: list[Fact]) -> str:
+    group = sorted([fact, *others], key=lambda f: (f.created_at, f.pk), reverse=True)
+    return "- Unresolved conflict, newest first: " + " | ".join(_dated(f) for f in group)
+
+
+def _disputes(tenant: Tenant, facts: QuerySet[Fact], shown: list[Fact]) -> dict[int, list[Fact]]:
+    """The other sides of the open conflicts of the facts in `shown`, among `facts` (active,
+    within the reader's scope): one query for the pairs, one for the facts not at hand."""
+    ids = {f.pk for f in shown if f.kind == Kind.FACT}
+    if not ids:
+        return {}
+    pairs = list(
+        Conflict.objects.for_tenant(tenant)
+        .filter(status=ConflictStatus.OPEN)
+        .filter(Q(fact_a_id__in=ids) | Q(fact_b_id__in=ids))
+        .values_list("fact_a_id", "fact_b_id")
+    )
+    if not pairs:
+        return {}
+    at_hand = {f.pk: f for f in shown}
+    wanted = {i for pair in pairs for i in pair} - set(at_hand)
+    if wanted:
+        at_hand.update((f.pk, f) for f in facts.filter(pk__in=wanted, kind=Kind.FACT))
+    others: dict[int, list[Fact]] = {}
+    for a, b in pairs:
+        if a in at_hand and b in at_hand:  # the other side may be outside the reader's scope
+            others.setdefault(a, []).append(at_hand[b])
+            others.setdefault(b, []).append(at_hand[a])
+    return others
+
+
 class _Budget:
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, disputes: dict[int, list[Fact]] | None = None) -> None:
         self.left = total
         self.used = 0
+        self.disputes = disputes or {}
+        self.shown: set[int] = set()  # ids shown so far, the other sides of disputes too
 
     def take(
         self,
@@ -85,12 +127,16 @@ class _Budget:
         kept: list[int] = []
         section = [header]
         for fact in facts:
-            line = line_of(fact)
+            if fact.pk in self.shown:
+                continue
+            others = [f for f in self.disputes.get(fact.pk, ()) if f.pk not in self.shown]
+            line = _disputed_line(fact, others) if others else line_of(fact)
             line_cost = count_tokens(line) + 1
             if cost + line_cost > min(limit, self.left):
                 break
             section.append(line)
-            kept.append(fact.pk)
+            kept.extend([fact.pk, *(f.pk for f in others)])
+            self.shown.update(kept)
             cost += line_cost
         if kept:
             lines.extend(section)
@@ -119,8 +165,10 @@ def context_build(
     lines: list[str] = []
     levels: dict[str, list[int]] = {}
     seen: set[int] = set(exclude)
-    room = _Budget(total)
     prefix = scope_path(scope)
+    recent: list[Fact] = []
+    top: list[Fact] = []
+    found: list[Fact] = []
     with tenant_scope(tenant):
         facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
         facts = facts.filter(scope_q(prefix))
@@ -131,10 +179,6 @@ def context_build(
                     :HOT_RESTORE_TURNS
                 ]
             )[::-1]
-            levels["recent"] = room.take(
-                lines, "## Recent conversation", recent, int(total * HOT_SHARE), _turn_line
-            )
-            seen.update(levels["recent"])
         if important:
             top = [
                 f
@@ -145,9 +189,6 @@ def context_build(
                 ]
                 if f.pk not in seen
             ]
-            share = total if not query else int(total * IMPORTANT_SHARE)
-            levels["important"] = room.take(lines, "## Known facts", top, share)
-            seen.update(levels["important"])
         if query:
             hits = recall_search(
                 tenant=tenant,
@@ -157,6 +198,16 @@ def context_build(
             if "embed_query" in hits.timings_ms:
                 timings["embed_query"] = hits.timings_ms["embed_query"]
             found = [h.fact for h in hits.hits if h.fact.pk not in seen]
+        room = _Budget(total, _disputes(tenant, facts, [*top, *found]))
+        room.shown.update(seen)
+        if hot_restore and session_id:
+            levels["recent"] = room.take(
+                lines, "## Recent conversation", recent, int(total * HOT_SHARE), _turn_line
+            )
+        if important:
+            share = total if not query else int(total * IMPORTANT_SHARE)
+            levels["important"] = room.take(lines, "## Known facts", top, share)
+        if query:
             levels["relevant"] = room.take(lines, "## Relevant memories", found, room.left)
     timings["total"] = (time.perf_counter() - started) * 1000
     return ContextBlock(text="\n".join(lines), tokens=room.used, levels=levels, timings_ms=timings)

@@ -3,6 +3,14 @@
 # checks, the documentation site's strict build, then pytest against a real PostgreSQL with
 # pgvector (embedded, or TEST_DATABASE_URL), real Celery workers and the real `mnemosyne up`.
 # Extra arguments go to pytest (e.g. -k health, -x).
+# `--quick` (first argument): the same checks and every test but the slow ones (real processes:
+# Celery workers, `mnemosyne up`) and the browser ones; for the loop while changing code. The
+# whole run, as CI does it, before a commit lands.
+quick=0
+if [ "${1:-}" = "--quick" ]; then
+    quick=1
+    shift
+fi
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 ensure_venv "[test,hermes]"
 cd "$ROOT"
@@ -26,6 +34,9 @@ say "pytest"
 set +e
 # Temporary folders of this checkout's own: pytest prunes old runs' folders under /tmp, which
 # would pull the ground from under another checkout's run (and its embedded databases).
+if [ "$quick" = 1 ]; then
+    set -- -m "not slow and not browser" "$@"
+fi
 "$VENV/bin/python" -m pytest --basetemp="$ROOT/.mnemosyne-test/tmp" "$@"
 code=$?
 set -e
