@@ -171,14 +171,14 @@ def test_a_dictionary_change_relinks_existing_facts_in_a_job_with_progress(
                                          actor=owner_actor)  # fmt: skip
     assert job.status == "queued" and job.total == 5 and job.done == 0
     # The worker runs it in batches and counts its progress.
-    monkey_batch = curation.RELINK_BATCH
-    curation.RELINK_BATCH = 2
+    monkey_batch = relink.RELINK_BATCH
+    relink.RELINK_BATCH = 2
     try:
         half = relink.relink_run(tenant=tenant, job_id=job.pk, seconds=0.0)
         assert half.status == "queued" and half.done == 2 and half.percent == 40
         done = _relink(tenant, half)
     finally:
-        curation.RELINK_BATCH = monkey_batch
+        relink.RELINK_BATCH = monkey_batch
     assert done.done == 5 and done.percent == 100 and done.finished_at is not None
     assert all("北极星计划" in _names(tenant, f) for f in facts)
     assert _entity(tenant, "北极星计划").type == "product"

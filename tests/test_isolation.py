@@ -46,7 +46,10 @@ def two_tenants(tenant, other_tenant, owner, outsider, system_actor, settings):
         ).fact
         services.fact_feedback(tenant=t, fact_id=a.pk, helpful=True, actor=system_actor)
         with tenant_scope(t):
-            Conflict.objects.create(tenant=t, fact_a=a, fact_b=b, detected_by="tests")
+            # Stored one after the other, the two may be a conflict already (a change).
+            Conflict.objects.for_tenant(t).get_or_create(
+                tenant=t, fact_a=a, fact_b=b, defaults={"detected_by": "tests"}
+            )
         apikey_create(tenant=t, name="hermes", actor=system_actor)
         facts_embed_batch(tenant=t)
         recall_search(
