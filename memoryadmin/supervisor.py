@@ -133,6 +133,16 @@ def gunicorn_command(*, bind: str, workers: int) -> list[str]:
         bind,
         "--workers",
         str(workers),
+        # Threads that keep a client's connection open between its requests (the Hermes
+        # provider and the MCP relay hold one): a sync worker answers `Connection: close`, so
+        # every prefetch paid a new TCP connection. One thread per process, as before, since
+        # the embedder's threads are counted per process (embed_threads_share).
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "1",
+        "--keep-alive",
+        "75",
         "--timeout",
         "120",
         # With JSON logs each request's line is Mnemosyne's own (memoryadmin/requestlog.py).

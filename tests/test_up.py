@@ -122,6 +122,28 @@ def _metrics_of_every_process(url: str, home: Path) -> None:
     assert list((home / "run" / "metrics").glob("*.db")), "each process writes its own file"
 
 
+def _one_connection_serves_several_requests(url: str) -> None:
+    """An agent's client keeps its connection: the web server does not close it after each
+    answer (a new connection per prefetch cost a TCP handshake each turn)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=10)
+    try:
+        sockets = set()
+        for _ in range(3):
+            connection.request("GET", "/healthz")
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200
+            assert (response.getheader("Connection") or "").lower() != "close"
+            sockets.add(id(connection.sock))
+        assert len(sockets) == 1, "each request opened a new connection"
+    finally:
+        connection.close()
+
+
 def test_up_serves_a_healthy_mnemosyne_and_ctrl_c_leaves_nothing_behind(tmp_path: Path) -> None:
     home = tmp_path / "home"
     up = Up(home, free_port())
@@ -132,6 +154,7 @@ def test_up_serves_a_healthy_mnemosyne_and_ctrl_c_leaves_nothing_behind(tmp_path
         assert status == 200, body
         assert all(check["ok"] for check in body["checks"].values())
         assert body["checks"]["database"]["embedded"] is True
+        _one_connection_serves_several_requests(up.url)
         pids = _pids(home)
         assert all(pid_alive(pid) for pid in pids)
 
