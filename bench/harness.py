@@ -157,3 +157,66 @@ def web_server(*, workers: int = 2) -> Iterator[str]:
     finally:
         web.terminate()
         web.wait(timeout=30)
+
+
+# -- CPU time of the processes that served a run ------------------------------------------------
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces: the fields after it start past its ')'.
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return found
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) of a process and all its descendants, living and ended: each
+    process's own time plus that of the children it has reaped (PostgreSQL's postmaster reaps
+    its backends, gunicorn and Celery their workers), from /proc."""
+    total, stack, seen = 0, [root], set()
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        fields = _stat(pid)
+        if fields is None:
+            continue
+        # utime, stime, cutime, cstime: fields 14-17 of /proc/<pid>/stat (11-14 after the name).
+        total += sum(int(v) for v in fields[11:15])
+        stack.extend(_children(pid))
+    return total / CLOCK_TICKS
+
+
+def embedder_rate() -> dict[str, float]:
+    """The configured embedder's rate on this machine now: 64 short passages, wall and CPU
+    (this process's), so a reader can scale the run's timings to another machine."""
+    from django.conf import settings
+
+    from indexing.embedders import get_embedder
+
+    embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, settings.MNEMOSYNE_MODEL_DIR)
+    embedder.embed(["warm up"], purpose="passage")
+    texts = [f"Passage {n}: the team moved the release to Friday after review." for n in range(64)]
+    wall, cpu = time.perf_counter(), time.process_time()
+    for text in texts:
+        embedder.embed([text], purpose="passage")
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {
+        "passages_per_s": round(len(texts) / wall, 1),
+        "passages_per_cpu_s": round(len(texts) / cpu, 1) if cpu else 0.0,
+    }

@@ -1,14 +1,24 @@
 """Many agents at once over the HTTP API, against a server started as `mnemosyne up` starts it.
 
     python -m bench.load [--agents 32] [--seconds 60] [--think 2] [--web-workers 2]
-                         [--tenants 4] [--facts 500] [--recall-only] [--json out.json]
+                         [--tenants 4] [--facts 500] [--only prefetch|write|recall]
+                         [--recall-only] [--json out.json]
 
 Each simulated agent (its own API key; the agents share --tenants tenants, each holding --facts
 facts, embedded) runs a turn every --think seconds, as an agent waiting on its model would: a
 prefetch (`POST /api/v1/context` with the user's message), then the turn's write
 (`POST /api/v1/facts`, kind `turn`), and every fifth turn a tool call (`POST /api/v1/recall`).
-`--think 0` runs them closed-loop, to find the capacity; `--recall-only` makes every request a
-recall (k = 10), the figure the issue's baseline was measured with.
+`--think 0` runs them closed-loop, to find the capacity; `--only` makes every request one kind:
+a prefetch, a write (a fact, not a turn: the near-duplicate and conflict checks run) or a recall
+(k = 10; `--recall-only` says the same).
+
+CPU: the user + system time of every process that served the run (the web processes, the
+worker, and PostgreSQL's backends: the trees of gunicorn, Celery and the postmaster, from
+/proc), from the end of the warm-up until the worker has settled after the last request, per
+request of each kind when the run had one kind (`cpu_ms_per_recall`, `cpu_ms_per_prefetch`,
+`cpu_ms_per_write`), else per request. A figure that survives a busy machine better than a
+latency; beside it the embedder's rate in the same run, to scale it. With DATABASE_URL, the
+postmaster's tree holds the server's other databases' work too: run it on a quiet server.
 
 The server is gunicorn with `mnemosyne up`'s arguments (memoryadmin.supervisor.gunicorn_command)
 and --web-workers processes, plus one Celery worker (embedding the turns), on a fresh database.
@@ -32,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.harness import REPO, bench_database, progress, write_json
+from bench.harness import REPO, bench_database, embedder_rate, progress, tree_cpu_s, write_json
 
 OPERATIONS = ("prefetch", "write", "tool")
 
@@ -158,8 +168,13 @@ async def _agent(
             turn += 1
             began = time.monotonic()
             message = rng.choice(questions)
-            if args.recall_only:
+            if args.only == "recall":
                 await call("tool", "/api/v1/recall", {"query": message, "k": 10})
+            elif args.only == "prefetch":
+                await call("prefetch", "/api/v1/context", {"query": message})
+            elif args.only == "write":
+                fact = {"content": f"Agent {number} noted on turn {turn}: {message}"}
+                await call("write", "/api/v1/facts", fact)
             else:
                 await call("prefetch", "/api/v1/context", {"query": message})
                 write = {"kind": "turn", "content": f"{message} (turn {turn} of agent {number})",
@@ -200,11 +215,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         asyncio.run(_warm(url, keys, questions, args.web_workers * 4, warm))
         progress(
             f"{args.agents} agents for {args.seconds} s, think {args.think} s"
-            + (" (recall only)" if args.recall_only else "")
+            + (f" (only {args.only})" if args.only else "")
         )
+        roots = {"web": processes[0].pid, "worker": processes[1].pid, "database": _postmaster()}
+        before = {name: tree_cpu_s(pid) for name, pid in roots.items()}
         started = time.monotonic()
         tally = asyncio.run(_drive(url, keys, questions, args))
         elapsed = time.monotonic() - started
+        progress("waiting for the worker's follow-up work to settle")
+        _settle(roots["worker"])
+        cpu_s = {name: tree_cpu_s(pid) - before[name] for name, pid in roots.items()}
     finally:
         for process in processes:
             process.terminate()
@@ -214,13 +234,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 process.kill()
     done = {o: len(t) for o, t in tally.times_ms.items()}
-    recalls = done["tool"] if args.recall_only else done["prefetch"]
+    recalls = done["tool"] if args.only == "recall" else done["prefetch"]
+    cpu_ms = round(sum(cpu_s.values()) * 1000, 1)
+    per = {"recall": "tool", "prefetch": "prefetch", "write": "write"}
+    cpu_figures: dict[str, Any] = {
+        "cpu_ms": cpu_ms,
+        "cpu_ms_by_process": {name: round(v * 1000, 1) for name, v in cpu_s.items()},
+        "cpu_ms_per_request": round(cpu_ms / (sum(done.values()) or 1), 2),
+    }
+    if args.only:
+        cpu_figures[f"cpu_ms_per_{args.only}"] = round(cpu_ms / (done[per[args.only]] or 1), 2)
     return {
+        **cpu_figures,
+        "only": args.only,
         "agents": args.agents,
         "seconds": round(elapsed, 1),
         "think_s": args.think,
         "web_workers": args.web_workers,
-        "recall_only": args.recall_only,
+        "recall_only": args.only == "recall",
         "tenants": args.tenants,
         "facts_per_tenant": args.facts,
         "errors": sum(tally.errors.values()),
@@ -253,6 +284,28 @@ async def _warm(url: str, keys: list[str], questions: list[str], count: int, tal
         await asyncio.gather(*(one(keys[n % len(keys)], questions[n]) for n in range(count)))
 
 
+def _postmaster() -> int:
+    """The PostgreSQL server's main process: the parent of this connection's backend."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    stat = Path(f"/proc/{backend}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def _settle(worker: int, timeout: float = 180.0) -> None:
+    """Until the worker's tree has used no CPU for two seconds (it has done what the run's
+    writes left it), or `timeout`."""
+    deadline, last, quiet = time.monotonic() + timeout, tree_cpu_s(worker), 0
+    while time.monotonic() < deadline and quiet < 2:
+        time.sleep(1)
+        now = tree_cpu_s(worker)
+        quiet = quiet + 1 if now - last < 0.01 else 0
+        last = now
+
+
 def _answers(httpx: Any, url: str) -> bool:
     try:
         return httpx.get(f"{url}/healthz", timeout=5).status_code in (200, 503)
@@ -267,6 +320,16 @@ def report(figures: dict[str, Any]) -> None:
         f"capacity {figures['capacity_rps']} recalls/s, errors {figures['errors']} "
         f"(load average {figures['load_average_1m']} on {figures['cpus']} CPUs)"
     )
+    by = ", ".join(f"{k} {v:.0f}" for k, v in figures["cpu_ms_by_process"].items())
+    each = next((k for k in figures if k.startswith("cpu_ms_per_") and k != "cpu_ms_per_request"),
+                "cpu_ms_per_request")  # fmt: skip
+    what = each.removeprefix("cpu_ms_").replace("_", " ")
+    print(f"  CPU {figures['cpu_ms']:.0f} ms ({by}): {figures[each]} ms {what}; on "
+          f"{figures['cpus']} cores that is at most "
+          f"{figures['cpus'] * 1000 / (figures[each] or 1):.0f} per second")  # fmt: skip
+    rate = figures["embedder"]
+    print(f"  the embedder here now: {rate['passages_per_s']} passages/s "
+          f"({rate['passages_per_cpu_s']} per CPU second)")  # fmt: skip
     for operation in OPERATIONS:
         row = figures[f"{operation}_ms"]
         if row["n"]:
@@ -284,7 +347,10 @@ def main() -> None:
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--tenants", type=int, default=4)
     parser.add_argument("--facts", type=int, default=500, help="facts per tenant")
-    parser.add_argument("--recall-only", action="store_true", help="every request a recall")
+    parser.add_argument(
+        "--only", choices=("prefetch", "write", "recall"), help="every request of one kind"
+    )
+    parser.add_argument("--recall-only", action="store_true", help="the same as --only recall")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     for name in ("agents", "web_workers", "tenants", "facts"):
@@ -292,11 +358,14 @@ def main() -> None:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.seconds <= 0 or args.think < 0:
         parser.error("--seconds must be positive and --think not negative")
+    if args.recall_only:
+        args.only = "recall"
     with bench_database():
         import logging
 
         logging.getLogger("httpx").setLevel(logging.WARNING)
         figures = run(args)
+        figures["embedder"] = embedder_rate()
     report(figures)
     write_json(args.json, figures)
 
