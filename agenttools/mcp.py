@@ -91,6 +91,7 @@ def _recall(binding: Binding, given: inputs.SearchArgs) -> dict[str, Any]:
         kind=given.kind,
         category=given.category,
         min_trust=given.min_trust,
+        **given.filters,
     )
     # The wait goes on the dashboard.
     recall_latency_note(tenant=binding.tenant, ms=result.timings_ms["total"])

@@ -7,7 +7,14 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentspec.limits import MAX_BUDGET, MIN_BUDGET
+from agentspec.limits import (
+    MAX_BUDGET,
+    MAX_METADATA_FILTERS,
+    MAX_SCOPE_CHARS,
+    MAX_SCOPES,
+    MAX_TIME_CHARS,
+    MIN_BUDGET,
+)
 from facts.models import Category, Kind
 from retrieval.context import context_cached, retrievals_record
 from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query
@@ -34,6 +41,29 @@ class RecallIn(StrictSerializer):
         child=serializers.ChoiceField(choices=CHANNELS), required=False, allow_null=True,
         min_length=1, max_length=len(CHANNELS),
         help_text="fts (full text), vec (vector), entity; omitted: the tenant's weighted ones",
+    )  # fmt: skip
+    scopes = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, max_length=MAX_SCOPE_CHARS),
+        required=False, max_length=MAX_SCOPES,
+        help_text="instead of scope: any of these scopes (each with what lies under it), "
+        "e.g. [\"user:alice\", \"team:infra\"]",
+    )  # fmt: skip
+    scope_exact = serializers.BooleanField(
+        required=False, help_text="only the scope(s) themselves, not the scopes under them"
+    )
+    metadata = serializers.DictField(
+        required=False,
+        help_text="only facts whose metadata has these top-level fields with these values "
+        f"(text, numbers, true, false or null; at most {MAX_METADATA_FILTERS} fields)",
+    )
+    since = serializers.CharField(
+        required=False, max_length=MAX_TIME_CHARS,
+        help_text="only facts created at or after this time: ISO 8601, or a span back from "
+        "now (30m, 24h, 7d, 2w)",
+    )  # fmt: skip
+    until = serializers.CharField(
+        required=False, max_length=MAX_TIME_CHARS,
+        help_text="only facts created before this time (the same forms as since)",
     )  # fmt: skip
     explain = serializers.BooleanField(
         default=False, help_text="add each hit's per-channel scores and factors"
