@@ -137,7 +137,8 @@ def _scopes(scopes: Any) -> tuple[str, ...]:
         raise InvalidInput("scopes", f"may name at most {MAX_SCOPES} scopes")
     paths = []
     for given in scopes:
-        path = scope_path(given)
+        # Under a key's scope limit, "" is the limit itself (as where a fact is written).
+        path = scope_path(given) or current_scope_limit()
         if len(path) > MAX_SCOPE_CHARS:
             raise InvalidInput("scopes", f"a scope is longer than {MAX_SCOPE_CHARS} characters")
         if path not in paths:

@@ -141,13 +141,15 @@ def test_a_scope_limited_key_asking_outside_its_limit_gets_an_error_and_nothing_
     }  # fmt: skip
     for given, field in (
         ({"scopes": ["team:infra", "user:alice"]}, "scopes"),
-        ({"scopes": [""]}, "scopes"),  # the whole tenant is outside too
         ({"scope": "user:alice"}, "scope"),
         ({"scope": "team:infra2"}, "scope"),
     ):
         answer = _rest(client, token, **given)
         assert answer.status_code == 400 and answer.json()["field"] == field, given
         assert "results" not in answer.json()
+    # "" is the key's own limit, as where it writes: not the whole tenant.
+    own = _rest(client, token, scopes=["", "team:infra/rota:oncall"]).json()
+    assert _names(ids, [h["fact"]["id"] for h in own["results"]]) == {"infra", "oncall"}
     exact = _rest(client, token, scopes=["team:infra/rota:oncall"], scope_exact=True).json()
     assert _names(ids, [h["fact"]["id"] for h in exact["results"]]) == {"oncall"}
     standup = _rest(client, token, metadata={"source": "standup"}).json()
