@@ -157,6 +157,7 @@ TOOLS: list[ToolSpec] = [
                 "description": "The task or the user's message. Empty: the important facts only.",
             },
             "scope": _SCOPE_READ,
+            "scopes": RECALL_FILTERS["scopes"],
             "budget": {
                 "type": "integer",
                 "minimum": limits.MIN_BUDGET,

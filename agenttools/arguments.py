@@ -208,6 +208,7 @@ class ContextArgs:
     task: str | None
     scope: str | None
     budget: int | None
+    scopes: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,7 @@ def context_args(args: Arguments) -> ContextArgs:
         task=args.text("task", limit=MAX_QUERY_CHARS),
         scope=args.text("scope", limit=MAX_SCOPE_CHARS),
         budget=args.optional_whole("budget", low=MIN_BUDGET, high=MAX_BUDGET),
+        scopes=args.scopes("scopes"),
     )
 
 

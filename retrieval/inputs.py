@@ -80,7 +80,7 @@ def recall_query(raw: Mapping[str, Any], *, now: datetime | None = None) -> Reca
     ):
         raise InvalidInput("min_trust", "must be a number from 0 to 1")
     half_life = raw.get("half_life_days")
-    scope, scopes = _scope(raw.get("scope")), _scopes(raw.get("scopes"))
+    scope, scopes = _scope(raw.get("scope")), scopes_checked(raw.get("scopes"))
     if scope and scopes:
         raise InvalidInput("scopes", "give scope or scopes, not both")
     exact = raw.get("scope_exact", False)
@@ -127,8 +127,8 @@ def _scope(scope: Any) -> str:
     return _inside_limit("scope", path) if path else ""  # none: the key's own limit applies
 
 
-def _scopes(scopes: Any) -> tuple[str, ...]:
-    """Several scope paths; [] or None for none."""
+def scopes_checked(scopes: Any) -> tuple[str, ...]:
+    """Several scope paths, each inside the request's scope limit; [] or None for none."""
     if scopes is None:
         return ()
     if not isinstance(scopes, list | tuple) or not all(isinstance(s, str) for s in scopes):

@@ -130,6 +130,20 @@ def test_each_filter_holds_on_rest(client, tenant, ids, system_actor) -> None:
         assert answer.json()["field"].split("[")[0] == field, (given, answer.json())
 
 
+def test_the_context_block_reads_several_scopes_on_rest(client, tenant, ids, system_actor) -> None:
+    token = apikey_create(tenant=tenant, name="reader", actor=system_actor).token
+    answer = client.post(
+        "/api/v1/context",
+        {"query": QUERY, "scopes": ["user:alice", "team:infra"]},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert answer.status_code == 200, answer.content
+    text = answer.json()["text"]
+    assert all(FACTS[name][0] in text for name in ("alice", "infra", "oncall")), text
+    assert FACTS["bob"][0] not in text and "Globex" not in text
+
+
 def test_a_scope_limited_key_asking_outside_its_limit_gets_an_error_and_nothing_on_rest(
     client, tenant, ids, system_actor
 ) -> None:
@@ -152,6 +166,13 @@ def test_a_scope_limited_key_asking_outside_its_limit_gets_an_error_and_nothing_
     assert _names(ids, [h["fact"]["id"] for h in own["results"]]) == {"infra", "oncall"}
     exact = _rest(client, token, scopes=["team:infra/rota:oncall"], scope_exact=True).json()
     assert _names(ids, [h["fact"]["id"] for h in exact["results"]]) == {"oncall"}
+    context = client.post(
+        "/api/v1/context",
+        {"query": QUERY, "scopes": ["team:infra", "user:alice"]},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert context.status_code == 400 and context.json()["field"] == "scopes"
     standup = _rest(client, token, metadata={"source": "standup"}).json()
     assert _names(ids, [h["fact"]["id"] for h in standup["results"]]) == {"oncall"}
 
@@ -310,14 +331,15 @@ def test_an_outsider_profile_gets_nothing_of_this_tenant(
 # -- MCP ---------------------------------------------------------------------------------------
 
 
-def _mcp(url: str, token: str, calls: list[dict]) -> list[tuple[bool, dict]]:
+def _mcp(
+    url: str, token: str, calls: list[dict], name: str = "memory_search"
+) -> list[tuple[bool, dict]]:
     async def go() -> list[tuple[bool, dict]]:
         answers = []
+        given = {"query": QUERY, "k": 20} if name == "memory_search" else {"task": QUERY}
         async with http_session(url, token) as session:
             for arguments in calls:
-                result = await session.call_tool(
-                    "memory_search", {"query": QUERY, "k": 20, **arguments}
-                )
+                result = await session.call_tool(name, {**given, **arguments})
                 answers.append((bool(result.isError), payload(result)))
         return answers
 
@@ -332,6 +354,11 @@ def test_each_filter_holds_on_mcp(tenant, ids, system_actor, live_server) -> Non
         assert _names(ids, [row["fact_id"] for row in answer["results"]]) == wanted, given
     for (given, field), (failed, answer) in zip(BAD, answers[len(CASES) :], strict=True):
         assert failed and answer["error"].startswith(f"{field}:"), (given, answer)
+    [(failed, context)] = _mcp(
+        live_server.url, token, [{"scopes": ["user:alice", "team:infra"]}], "memory_context"
+    )
+    assert not failed and all(FACTS[n][0] in context["text"] for n in ("alice", "infra", "oncall"))
+    assert FACTS["bob"][0] not in context["text"] and "Globex" not in context["text"]
 
 
 def test_a_scope_limited_key_and_an_outsider_on_mcp(
@@ -346,6 +373,10 @@ def test_a_scope_limited_key_and_an_outsider_on_mcp(
         [{"scopes": ["user:alice", "team:infra"]}, {"metadata": {"source": "retro"}}],
     )
     assert refused[0] and refused[1]["error"].startswith("scopes:")
+    [(failed, wider)] = _mcp(
+        live_server.url, limited, [{"scopes": ["team:infra", "user:alice"]}], "memory_context"
+    )
+    assert failed and wider["error"].startswith("scopes:") and "text" not in wider
     assert _names(ids, [row["fact_id"] for row in inside[1]["results"]]) == {"infra"}
     spy = apikey_create(tenant=other_tenant, name="spy", actor=system_actor).token
     for failed, answer in _mcp(live_server.url, spy, [given for given, _ in CASES]):

@@ -17,12 +17,13 @@ from agentspec.limits import (
 )
 from facts.models import Category, Kind
 from retrieval.context import context_cached, retrievals_record
-from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query
+from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query, scopes_checked
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from surfaces.api.facts import FactOut
 from surfaces.base.strict import StrictSerializer
 from surfaces.base.viewsets import Need, TenantViewSet
+from tenants.errors import InvalidInput
 
 
 class RecallIn(StrictSerializer):
@@ -97,6 +98,11 @@ class ContextIn(StrictSerializer):
         help_text="the user's message; its recall results fill the last level",
     )  # fmt: skip
     scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    scopes = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, max_length=MAX_SCOPE_CHARS),
+        required=False, max_length=MAX_SCOPES,
+        help_text="instead of scope: any of these scopes (each with what lies under it)",
+    )  # fmt: skip
     session_id = serializers.CharField(required=False, allow_blank=True, max_length=128)
     hot_restore = serializers.BooleanField(
         default=False, help_text="first turn of a resumed session: start with its last turns"
@@ -221,10 +227,14 @@ class ContextViewSet(TenantViewSet):
         data = ContextIn(data=request.data)
         data.is_valid(raise_exception=True)
         options = dict(data.validated_data)
+        scopes = scopes_checked(options.get("scopes"))
+        if scopes and options.get("scope"):
+            raise InvalidInput("scopes", "give scope or scopes, not both")
         block = context_cached(
             tenant=self.tenant,
             query=options.get("query") or None,
             scope=options.get("scope") or None,
+            scopes=scopes,
             session_id=options.get("session_id") or None,
             hot_restore=options["hot_restore"],
             important=options["important"],
