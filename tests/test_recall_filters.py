@@ -394,3 +394,14 @@ def test_the_tools_state_the_filters_the_parser_takes() -> None:
     assert set(RECALL_FILTERS) <= set(search.properties)
     assert set(RECALL_FILTERS) <= set(FACT_STORE_SCHEMA["parameters"]["properties"])
     assert json.dumps(RECALL_FILTERS)  # plain data
+
+
+def test_read_scopes_in_the_profile_configuration_are_a_list_or_one_text(tmp_path: Path) -> None:
+    from hermes_provider.config import parse_section
+
+    listed = parse_section({"read_scopes": ["user:alice", "team:infra/"]}, tmp_path)
+    written = parse_section({"read_scopes": "user:alice, team:infra"}, tmp_path)
+    assert listed.read_scopes == written.read_scopes == ["user:alice", "team:infra"]
+    wrong = parse_section({"read_scopes": {"user": "alice"}}, tmp_path)
+    assert wrong.read_scopes == []
+    assert wrong.problems == ["plugins.mnemosyne.read_scopes must be a list of scopes; ignored"]
