@@ -90,7 +90,13 @@ Candidate = tuple[int, float, FactColumns]  # (id, channel score, FACT_COLUMNS)
 
 
 # The columns Filters reads that FACT_COLUMNS does not hold.
-_FILTERED = "f.status, f.scope, f.category, f.metadata"
+_FILTERED = "f.status, f.scope, f.category"
+
+
+def _filtered(filters: Filters) -> str:
+    """_FILTERED, and the metadata when the filters read it (a recall without a metadata
+    filter does not carry each candidate's metadata through the vector scan)."""
+    return _FILTERED + (", f.metadata" if filters.metadata is not None else "")
 
 
 def _columns(alias: str, *, table: bool = False) -> str:
@@ -346,7 +352,7 @@ def vector_candidates(
             # an index that matched the filters, the whole tenant once per vector. The vector is
             # the tenant's (v.tenant_id), its fact the same tenant's (same-tenant key), and
             # row-level security stands behind.
-            f"CROSS JOIN LATERAL (SELECT {_columns('f', table=True)}, {_FILTERED} "
+            f"CROSS JOIN LATERAL (SELECT {_columns('f', table=True)}, {_filtered(filters)} "
             "FROM facts_fact f WHERE f.id = v.fact_id OFFSET 0) f "
             f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
             f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
@@ -382,7 +388,7 @@ def vector_neighbours_of(
             f"SELECT v.fact_id AS id, 1 - (v.embedding::{cast} <=> s.embedding::{cast}) AS score "
             "FROM facts_factvector v "
             # Each vector's fact looked up by its id alone, as in vector_candidates.
-            f"CROSS JOIN LATERAL (SELECT f.kind, f.trust_score, f.created_at, {_FILTERED} "
+            f"CROSS JOIN LATERAL (SELECT f.kind, f.trust_score, f.created_at, {_filtered(filters)} "
             "FROM facts_fact f "
             "WHERE f.id = v.fact_id OFFSET 0) f "
             f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from facts.embedding import facts_embed_batch
 from facts.inputs import fact_draft
 from facts.selectors.facts import fact_get
 from facts.services import fact_add
@@ -207,14 +208,20 @@ def test_filters_apply_before_ranking_so_k_is_not_eaten_by_filtered_out_facts(
              "metadata": {"source": "wiki"}}
         ),
     ).fact  # fmt: skip
-    for given in (
-        {"scopes": ["team:infra", "user:carol"]},
-        {"metadata": {"source": "wiki"}},
-        {"since": "7d"},
-    ):
-        query = recall_query({"query": "release checklist", "k": 1, **given})
-        hits = recall_search(tenant=tenant, query=query).hits
-        assert [hit.fact.pk for hit in hits] == [kept.pk], given
+    while facts_embed_batch(tenant=tenant, limit=256):
+        pass  # every fact a vector: the vector channel's candidates are filtered too
+    for channels in (None, ["fts"], ["vec"]):
+        for given in (
+            {"scopes": ["team:infra", "user:carol"]},
+            {"scope": "team:infra", "scope_exact": True},
+            {"metadata": {"source": "wiki"}},
+            {"since": "7d"},
+        ):
+            query = recall_query(
+                {"query": "release checklist", "k": 1, "channels": channels, **given}
+            )
+            hits = recall_search(tenant=tenant, query=query).hits
+            assert [hit.fact.pk for hit in hits] == [kept.pk], (channels, given)
 
 
 def test_the_parser_refuses_a_scope_outside_the_limit_even_without_a_surface() -> None:
