@@ -103,6 +103,13 @@ def scopes_of(binding: Binding, given: Any, field: str = "scopes") -> list[str]:
     return scopes
 
 
+def read_scopes_of(binding: Binding) -> tuple[str, ...]:
+    """The binding's read scopes, each inside the key's scope limit (else InvalidInput)."""
+    if not binding.read_scopes:
+        return ()
+    return tuple(scopes_of(binding, list(binding.read_scopes), "read_scopes"))
+
+
 def visible(binding: Binding, fact_id: int) -> Fact:
     """The fact, if this key may see it; otherwise NotFound, as for a missing one."""
     fact = fact_get(tenant=binding.tenant, fact_id=fact_id)
@@ -129,7 +136,7 @@ def recall(binding: Binding, **query: Any) -> RecallResult:
         query.pop("scopes", None)
         query["scope"] = scope_of(binding, query.get("scope"))
     else:
-        query["scopes"] = list(binding.read_scopes)
+        query["scopes"] = list(read_scopes_of(binding))
     return recall_search(tenant=binding.tenant, query=recall_query(query))
 
 

@@ -315,8 +315,14 @@ def test_a_scope_limited_profile_gets_an_error_for_a_scope_outside_its_key(
     wider = write_profile(
         tmp_path / "wider", token, live_server.url, read_scopes=["team:infra", "user:alice"]
     )
-    block = drive(wider).prefetch_all("What are the deploy notes?")
+    wide = drive(wider)
+    block = wide.prefetch_all("What are the deploy notes?")
     assert FACTS["alice"][0] not in block and FACTS["infra"][0] not in block
+    refused = _searched(wide)
+    assert refused["error"].startswith("read_scopes:") and "results" not in refused
+    # What it reads is refused; what it writes is still stored, in its key's scope.
+    added = tool(wide, "fact_store", action="add", content="Infra deploys on Thursdays")
+    assert fact_get(tenant=tenant, fact_id=added["fact_id"]).scope == "team:infra"
 
 
 def test_an_outsider_profile_gets_nothing_of_this_tenant(

@@ -28,7 +28,7 @@ from rest_framework.response import Response
 from agentspec.limits import MAX_SCOPES
 from agenttools import hermes as agent_tools
 from agenttools import writes as agent_writes
-from agenttools.core import Binding, Refused, scopes_of
+from agenttools.core import Binding, Refused, read_scopes_of
 from facts import inputs as fact_inputs
 from facts.importers import hermes_profile_import
 from facts.inputs import clean_scope
@@ -231,10 +231,10 @@ class AgentViewSet(TenantViewSet):
             scope=scope,
             session_id=data.get("session_id") or "",
         )
-        if not data.get("read_scopes"):
-            return binding
-        read = scopes_of(binding, data["read_scopes"], "read_scopes")
-        return dataclasses.replace(binding, read_scopes=tuple(dict.fromkeys(read)))
+        # Checked where they are read (recall, the blocks), so that a profile whose read_scopes
+        # the key refuses still stores its turns.
+        read = tuple(dict.fromkeys(data.get("read_scopes") or ()))
+        return dataclasses.replace(binding, read_scopes=read) if read else binding
 
     @extend_schema(
         summary="Who this API key is: its tenant, name, rights and scope limit",
@@ -301,7 +301,7 @@ class AgentViewSet(TenantViewSet):
         block = context_cached(
             tenant=binding.tenant,
             scope=binding.scope,
-            scopes=binding.read_scopes,
+            scopes=read_scopes_of(binding),
             important=True,
             budget=max(50, int(budget * IMPORTANT_SHARE)),
         )
@@ -345,7 +345,7 @@ class AgentViewSet(TenantViewSet):
             tenant=binding.tenant,
             query=data["query"],
             scope=binding.scope,
-            scopes=binding.read_scopes,
+            scopes=read_scopes_of(binding),
             session_id=binding.session_id if restore else None,
             hot_restore=restore,
             important=False,  # level 2 is in the system prompt already
