@@ -2,7 +2,8 @@
 
 Argument names, enums and descriptions are those of Hermes' bundled holographic provider, so a
 profile can switch providers without the model (or its user) relearning anything. Extra optional
-arguments: `scope` (where to write, or the scope prefix to read) and `kind` (`fact` or `turn`).
+arguments: `scope` (where to write, or the scope prefix to read), `kind` (`fact` or `turn`) and
+search's filters (`scopes`, `scope_exact`, `metadata`, `since`, `until`).
 Plain data: the provider (in the Hermes process) and the server's agent endpoints both read it.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentspec import limits
+from agentspec.filters import RECALL_FILTERS
 
 ACTIONS = ["add", "search", "probe", "related", "reason", "contradict", "update", "remove", "list"]
 FEEDBACK_ACTIONS = ["helpful", "unhelpful"]
@@ -67,6 +69,11 @@ FACT_STORE_SCHEMA: dict[str, Any] = {
                 "enum": KINDS,
                 "description": "Optional: 'fact' (curated statements) or 'turn' (conversation "
                 "turns). Default: both for 'search', facts for 'list'.",
+            },
+            # Filters of 'search'.
+            **{
+                name: {**schema, "description": f"For 'search'. {schema['description']}"}
+                for name, schema in RECALL_FILTERS.items()
             },
         },
         "required": ["action"],

@@ -16,7 +16,10 @@ MAX_ENTITY_NAME_CHARS = 200
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
 MAX_CURSOR_CHARS = 200
+MAX_TIME_CHARS = 64  # an ISO 8601 time, or a span back from now like "7d"
 
+MAX_SCOPES = 20  # scopes one recall reads together
+MAX_METADATA_FILTERS = 10  # metadata fields one recall filters on
 MAX_K = 100  # results of one recall, search or list
 MIN_BUDGET, MAX_BUDGET = 50, 32_000  # tokens of a context block
 MAX_ID = 2**63 - 1  # a fact's id is a PostgreSQL bigint

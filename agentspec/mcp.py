@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentspec import limits
+from agentspec.filters import RECALL_FILTERS
 
 SERVER_NAME = "mnemosyne"
 KEY_VARIABLE = "MNEMOSYNE_API_KEY"  # where `mnemosyne mcp` reads the tenant's API key
@@ -136,6 +137,7 @@ TOOLS: list[ToolSpec] = [
                 "description": "Leave out memories trusted less than this (0 to 1). Default: "
                 "the team's setting.",
             },
+            **RECALL_FILTERS,
         },
         required=["query"],
     ),
@@ -155,6 +157,7 @@ TOOLS: list[ToolSpec] = [
                 "description": "The task or the user's message. Empty: the important facts only.",
             },
             "scope": _SCOPE_READ,
+            "scopes": RECALL_FILTERS["scopes"],
             "budget": {
                 "type": "integer",
                 "minimum": limits.MIN_BUDGET,

@@ -24,6 +24,8 @@ from agentspec.limits import (
     MAX_K,
     MAX_QUERY_CHARS,
     MAX_SCOPE_CHARS,
+    MAX_SCOPES,
+    MAX_TIME_CHARS,
     MIN_BUDGET,
 )
 from agentspec.mcp import ToolSpec
@@ -124,6 +126,33 @@ class ToolArguments:
             raise InvalidInput(name, "is required: true or false")
         return value
 
+    def scopes(self, name: str) -> list[str] | None:
+        """Scope paths, as a list or as "a, b" from a model that forgot it is a list."""
+        value = self.given(name)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = value.split(",")
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InvalidInput(name, "must be a list of scope paths like user:alice")
+        if len(value) > MAX_SCOPES:
+            raise InvalidInput(name, f"may name at most {MAX_SCOPES} scopes")
+        if any(len(v) > MAX_SCOPE_CHARS for v in value):
+            raise InvalidInput(name, f"a scope is longer than {MAX_SCOPE_CHARS} characters")
+        return [v.strip() for v in value if v.strip()] or None
+
+    def fields(self, name: str) -> dict[str, Any] | None:
+        """An object of field: value (checked further by the parser that uses it)."""
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise InvalidInput(name, "must be an object of field: value")
+        return value
+
+    def optional_flag(self, name: str) -> bool | None:
+        return self.flag(name) if self.has(name) else None
+
     def choice(self, name: str, allowed: list[str]) -> str | None:
         value = check_choice(name, self.given(name), allowed)
         return None if value is None else str(value)
@@ -171,6 +200,7 @@ class SearchArgs:
     k: int
     category: str | None
     min_trust: float | None
+    filters: dict[str, Any]  # scopes, scope_exact, metadata, since, until: those given
 
 
 @dataclass(frozen=True)
@@ -178,6 +208,7 @@ class ContextArgs:
     task: str | None
     scope: str | None
     budget: int | None
+    scopes: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -235,7 +266,21 @@ def search_args(args: Arguments) -> SearchArgs:
         k=args.whole("k", low=1, high=MAX_K, default=10),
         category=args.choice("category", list(CATEGORIES)),
         min_trust=args.number("min_trust", low=0.0, high=1.0),
+        filters=recall_filters(args),
     )
+
+
+def recall_filters(args: ToolArguments) -> dict[str, Any]:
+    """The recall filters a tool call gives (scopes, scope_exact, metadata, since, until), by
+    the names of `retrieval.inputs.recall_query`, which checks their values."""
+    given = {
+        "scopes": args.scopes("scopes"),
+        "scope_exact": args.optional_flag("scope_exact"),
+        "metadata": args.fields("metadata"),
+        "since": args.text("since", limit=MAX_TIME_CHARS),
+        "until": args.text("until", limit=MAX_TIME_CHARS),
+    }
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def context_args(args: Arguments) -> ContextArgs:
@@ -243,6 +288,7 @@ def context_args(args: Arguments) -> ContextArgs:
         task=args.text("task", limit=MAX_QUERY_CHARS),
         scope=args.text("scope", limit=MAX_SCOPE_CHARS),
         budget=args.optional_whole("budget", low=MIN_BUDGET, high=MAX_BUDGET),
+        scopes=args.scopes("scopes"),
     )
 
 

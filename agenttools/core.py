@@ -44,6 +44,9 @@ class Binding:
     # inside it).
     scope_limit: str | None = None
     session_id: str = ""  # a Hermes profile's session, for the turns it stores
+    # Where recall reads when a call names no scope, if not `scope` alone (a Hermes profile's
+    # read_scopes: e.g. its user's scope and its team's), each inside the key's scope limit.
+    read_scopes: tuple[str, ...] = ()
     key_prefix: str = ""
 
     @property
@@ -83,6 +86,30 @@ def scope_of(binding: Binding, given: str | None) -> str:
     return scope
 
 
+def scopes_of(binding: Binding, given: Any, field: str = "scopes") -> list[str]:
+    """Several scopes a call reads, each inside the key's scope limit (one outside is refused,
+    never read)."""
+    if not isinstance(given, list | tuple) or not all(isinstance(s, str) for s in given):
+        raise InvalidInput(field, "must be a list of scope paths like user:alice")
+    try:
+        scopes = [clean_scope(s) for s in given]
+    except InvalidInput as problem:
+        raise InvalidInput(field, problem.message) from None
+    for scope in scopes:
+        if not scope_within(scope, binding.limit):
+            raise InvalidInput(
+                field, f"{scope!r} is outside this API key's scope {binding.limit!r}"
+            )
+    return scopes
+
+
+def read_scopes_of(binding: Binding) -> tuple[str, ...]:
+    """The binding's read scopes, each inside the key's scope limit (else InvalidInput)."""
+    if not binding.read_scopes:
+        return ()
+    return tuple(scopes_of(binding, list(binding.read_scopes), "read_scopes"))
+
+
 def visible(binding: Binding, fact_id: int) -> Fact:
     """The fact, if this key may see it; otherwise NotFound, as for a missing one."""
     fact = fact_get(tenant=binding.tenant, fact_id=fact_id)
@@ -100,8 +127,16 @@ def results(rows: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
 
 
 def recall(binding: Binding, **query: Any) -> RecallResult:
-    """Hybrid recall in the given scope (else the binding's): the fields of a RecallQuery."""
-    query["scope"] = scope_of(binding, query.get("scope"))
+    """Hybrid recall in the given scope or scopes (else the binding's read scopes, else its
+    scope): the fields of a RecallQuery; those given as None are left to their defaults."""
+    query = {name: value for name, value in query.items() if value is not None}
+    if query.get("scopes"):
+        query["scopes"] = scopes_of(binding, query["scopes"])
+    elif query.get("scope") or not binding.read_scopes:
+        query.pop("scopes", None)
+        query["scope"] = scope_of(binding, query.get("scope"))
+    else:
+        query["scopes"] = list(read_scopes_of(binding))
     return recall_search(tenant=binding.tenant, query=recall_query(query))
 
 

@@ -24,7 +24,7 @@ from agentspec.hermes import (
     TURN,
 )
 from agenttools import core
-from agenttools.arguments import ToolArguments
+from agenttools.arguments import ToolArguments, recall_filters
 from agenttools.core import READ, WRITE, Binding, Refused, results, scope_of
 from facts.graph import entities_reason, entity_facts, entity_related, fact_contradictions
 from facts.inputs import clean_entity_name, entity_names, fact_changes, fact_draft
@@ -124,6 +124,7 @@ def _search(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
         kind=args.choice("kind", KINDS),
         category=args.choice("category", CATEGORIES),
         min_trust=args.number("min_trust", low=0.0, high=1.0),
+        **recall_filters(args),
     ).hits
     return results([fact_json(h.fact, h.score, channels=h.channels) for h in hits])
 

@@ -21,7 +21,7 @@ from agentspec import mcp as catalog
 from agentspec.mcp import ToolSpec
 from agenttools import arguments as inputs
 from agenttools import core
-from agenttools.core import Binding, Refused, results, scope_of, visible
+from agenttools.core import Binding, Refused, results, scope_of, scopes_of, visible
 from facts.graph import entity_facts, entity_related
 from facts.inputs import MAX_ID, clean_scope, fact_changes, fact_draft
 from facts.models import Fact, Kind
@@ -91,6 +91,7 @@ def _recall(binding: Binding, given: inputs.SearchArgs) -> dict[str, Any]:
         kind=given.kind,
         category=given.category,
         min_trust=given.min_trust,
+        **given.filters,
     )
     # The wait goes on the dashboard.
     recall_latency_note(tenant=binding.tenant, ms=result.timings_ms["total"])
@@ -99,10 +100,13 @@ def _recall(binding: Binding, given: inputs.SearchArgs) -> dict[str, Any]:
 
 def _context(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     given = inputs.context_args(args)
+    if given.scope and given.scopes:
+        raise InvalidInput("scopes", "give scope or scopes, not both")
     block = context_cached(
         tenant=binding.tenant,
         query=given.task or None,
         scope=scope_of(binding, given.scope) or None,
+        scopes=tuple(scopes_of(binding, given.scopes)) if given.scopes else (),
         budget=given.budget,
     )
     return {"text": block.text, "tokens": block.tokens, "fact_ids": block.levels}

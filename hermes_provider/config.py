@@ -9,6 +9,7 @@
         ca_file: /etc/ssl/private-ca.pem # optional: the CA of a server with a private certificate
         prefetch_timeout: 2              # seconds a turn waits for its memories at most
         scope: project:beta              # where this profile writes, and what it reads
+        read_scopes: [user:alice, team:infra]  # optional: what it reads instead (several scopes)
         auto_extract: true               # candidate facts at the end of a session
         budget: 1300                     # tokens of memory per turn (system prompt + recall)
         min_trust: 0.3
@@ -51,6 +52,8 @@ class ProviderConfig:
     api_key: str = ""
     ca_file: str = ""
     scope: str = ""
+    # Scopes recall reads together, instead of `scope` alone (writes still go to `scope`).
+    read_scopes: list[str] = field(default_factory=list)
     auto_extract: bool = False
     # Seconds a turn waits for its memories; then it goes on without them.
     prefetch_timeout: float = 2.0
@@ -142,6 +145,19 @@ def _flag(section: dict[str, Any], key: str, problems: list[str]) -> bool:
     return False
 
 
+def _scopes(section: dict[str, Any], key: str, problems: list[str]) -> list[str]:
+    """A list of scope paths, or one text of them separated by commas."""
+    value = _expand(section.get(key))
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        problems.append(f"plugins.{NAME}.{key} must be a list of scopes; ignored")
+        return []
+    return [scope.strip().strip("/") for scope in map(_expand, value) if scope.strip()]
+
+
 def parse_section(section: dict[str, Any], hermes_home: str | Path) -> ProviderConfig:
     problems: list[str] = []
     config = ProviderConfig(
@@ -149,6 +165,7 @@ def parse_section(section: dict[str, Any], hermes_home: str | Path) -> ProviderC
         api_key=_text(section, "api_key", problems) or os.environ.get(API_KEY_ENV, ""),
         ca_file=_text(section, "ca_file", problems),
         scope=_text(section, "scope", problems).strip("/"),
+        read_scopes=_scopes(section, "read_scopes", problems),
         auto_extract=_flag(section, "auto_extract", problems),
         legacy_database_url=bool(section.get("database_url")),
         problems=problems,

@@ -153,6 +153,8 @@ class MnemosyneProvider(BufferedWrites, MemoryProvider):
             },
             {"key": "scope", "description": "Scope this profile writes to and reads (e.g. "
              "project:beta); empty: the whole tenant", "default": ""},
+            {"key": "read_scopes", "description": "Scopes this profile reads together, "
+             "comma-separated (e.g. user:alice, team:infra); empty: its scope", "default": ""},
             {"key": "auto_extract", "description": "Store candidate facts found in the "
              "conversation at the end of a session", "default": "false",
              "choices": ["true", "false"]},
@@ -345,6 +347,8 @@ class MnemosyneProvider(BufferedWrites, MemoryProvider):
         """What every request says about the profile: its scope, session and overrides."""
         assert self._config is not None  # noqa: S101
         body: dict[str, Any] = {"scope": self._config.scope, "session_id": session_id}
+        if self._config.read_scopes:
+            body["read_scopes"] = list(self._config.read_scopes)
         if self._config.overrides:
             body["settings"] = dict(self._config.overrides)
         return body

@@ -16,7 +16,7 @@ from django.db import connection
 
 from indexing.language import SQL_HAN
 from indexing.text import SEARCH_VECTOR_SQL
-from tenants.scope import current_scope_limit, scope_sql
+from tenants.scope import current_scope_limit, scope_sql, scopes_sql
 
 
 def vector_literal(vector: np.ndarray) -> str:
@@ -30,32 +30,54 @@ def _tsquery_escape(lexeme: str) -> str:
 
 
 # A value passed to cursor.execute.
-SqlValue = str | int | float | list[str] | list[int] | list[float] | None
+SqlValue = str | int | float | datetime | list[str] | list[int] | list[float] | None
 
 
 @dataclass(frozen=True)
 class Filters:
-    """Which facts recall may return. Status is always active."""
+    """Which facts recall may return. Status is always active. Each channel's candidate query
+    applies them, so that facts they leave out never take a place among the candidates."""
 
     scope_prefix: str = ""
     kind: str | None = None
     category: str | None = None
     min_trust: float = 0.0
+    # Any of these scopes (with what lies under each, or, like scope_prefix, only themselves
+    # when scope_exact).
+    scopes: tuple[str, ...] = ()
+    scope_exact: bool = False
+    metadata: str | None = None  # a JSON object the fact's metadata must contain
+    since: datetime | None = None  # created at or after
+    until: datetime | None = None  # created before
 
     def sql(self) -> tuple[str, list[SqlValue]]:
         clauses = ["f.status = 'active'", "f.trust_score >= %s"]
         params: list[SqlValue] = [self.min_trust]
-        for prefix in (self.scope_prefix, current_scope_limit()):
-            if prefix:
-                clause, values = scope_sql(prefix, "f.scope")
+        for wanted in ((self.scope_prefix,) if self.scope_prefix else (), self.scopes):
+            if wanted:
+                clause, values = scopes_sql(wanted, "f.scope", exact=self.scope_exact)
                 clauses.append(clause)
-                params += cast("list[str]", values)  # the LIKE condition's two strings
+                params += cast("list[SqlValue]", values)
+        limit = current_scope_limit()
+        if limit:
+            clause, values = scope_sql(limit, "f.scope")
+            clauses.append(clause)
+            params += cast("list[str]", values)  # the LIKE condition's two strings
         if self.kind:
             clauses.append("f.kind = %s")
             params.append(self.kind)
         if self.category:
             clauses.append("f.category = %s")
             params.append(self.category)
+        if self.metadata is not None:
+            clauses.append("f.metadata @> %s::jsonb")
+            params.append(self.metadata)
+        if self.since is not None:
+            clauses.append("f.created_at >= %s")
+            params.append(self.since)
+        if self.until is not None:
+            clauses.append("f.created_at < %s")
+            params.append(self.until)
         return " AND ".join(clauses), params
 
 
@@ -69,6 +91,12 @@ Candidate = tuple[int, float, FactColumns]  # (id, channel score, FACT_COLUMNS)
 
 # The columns Filters reads that FACT_COLUMNS does not hold.
 _FILTERED = "f.status, f.scope, f.category"
+
+
+def _filtered(filters: Filters) -> str:
+    """_FILTERED, and the metadata when the filters read it (a recall without a metadata
+    filter does not carry each candidate's metadata through the vector scan)."""
+    return _FILTERED + (", f.metadata" if filters.metadata is not None else "")
 
 
 def _columns(alias: str, *, table: bool = False) -> str:
@@ -324,7 +352,7 @@ def vector_candidates(
             # an index that matched the filters, the whole tenant once per vector. The vector is
             # the tenant's (v.tenant_id), its fact the same tenant's (same-tenant key), and
             # row-level security stands behind.
-            f"CROSS JOIN LATERAL (SELECT {_columns('f', table=True)}, {_FILTERED} "
+            f"CROSS JOIN LATERAL (SELECT {_columns('f', table=True)}, {_filtered(filters)} "
             "FROM facts_fact f WHERE f.id = v.fact_id OFFSET 0) f "
             f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
             f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
@@ -360,7 +388,8 @@ def vector_neighbours_of(
             f"SELECT v.fact_id AS id, 1 - (v.embedding::{cast} <=> s.embedding::{cast}) AS score "
             "FROM facts_factvector v "
             # Each vector's fact looked up by its id alone, as in vector_candidates.
-            f"CROSS JOIN LATERAL (SELECT f.kind, f.trust_score, {_FILTERED} FROM facts_fact f "
+            f"CROSS JOIN LATERAL (SELECT f.kind, f.trust_score, f.created_at, {_filtered(filters)} "
+            "FROM facts_fact f "
             "WHERE f.id = v.fact_id OFFSET 0) f "
             f"WHERE v.tenant_id = %s AND v.model = %s AND {where} "
             f"ORDER BY v.embedding::{cast} <=> s.embedding::{cast} LIMIT %s) n "

@@ -33,7 +33,7 @@ from retrieval.search import recall_search
 from tenants.errors import InvalidInput
 from tenants.jobs import job_send
 from tenants.models import Tenant
-from tenants.scope import current_scope_limit, scope_path, scope_q, tenant_scope
+from tenants.scope import current_scope_limit, scope_path, scope_q, scopes_q, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -155,8 +155,10 @@ def context_build(
     important: bool = True,
     budget: int | None = None,
     exclude: Iterable[int] = (),
+    scopes: tuple[str, ...] = (),
 ) -> ContextBlock:
-    """`exclude`: ids the reader has already been shown (e.g. the facts of a system prompt)."""
+    """`exclude`: ids the reader has already been shown (e.g. the facts of a system prompt).
+    `scopes`: several scopes read together, instead of `scope`."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
     total = tenant.setting("token_budget") if budget is None else budget
@@ -171,7 +173,7 @@ def context_build(
     found: list[Fact] = []
     with tenant_scope(tenant):
         facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
-        facts = facts.filter(scope_q(prefix))
+        facts = facts.filter(scopes_q(scopes) if scopes else scope_q(prefix))
         facts = facts.defer("search_vector")
         if hot_restore and session_id:
             recent = list(
@@ -192,7 +194,10 @@ def context_build(
         if query:
             hits = recall_search(
                 tenant=tenant,
-                query=recall_query({"query": query, "k": RECALL_RESULTS, "scope": prefix}),
+                query=recall_query(
+                    {"query": query, "k": RECALL_RESULTS}
+                    | ({"scopes": list(scopes)} if scopes else {"scope": prefix})
+                ),
             )
             timings["recall"] = hits.timings_ms["total"]
             if "embed_query" in hits.timings_ms:
@@ -230,6 +235,7 @@ class _ContextArguments(TypedDict):
     important: bool
     budget: int | None
     exclude: tuple[int, ...]
+    scopes: tuple[str, ...]
 
 
 def context_cached(
@@ -242,6 +248,7 @@ def context_cached(
     important: bool = True,
     budget: int | None = None,
     exclude: Iterable[int] = (),
+    scopes: tuple[str, ...] = (),
 ) -> ContextBlock:
     """context_build, cached per (tenant, scope, query, ...) for the tenant's prefetch TTL.
 
@@ -259,6 +266,7 @@ def context_cached(
         important=important,
         budget=budget,
         exclude=tuple(sorted(set(exclude))),
+        scopes=tuple(scopes),
     )
     # A key limited to a scope prefix sees less: its blocks are its own.
     limit = current_scope_limit()

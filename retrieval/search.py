@@ -530,8 +530,10 @@ def recall_search(
         tenant.setting("half_life_days") if query.half_life_days is None else query.half_life_days
     )
     filters = sql.Filters(
-        scope_prefix=query.scope, kind=query.kind, category=query.category, min_trust=float(floor)
-    )
+        scope_prefix=query.scope, kind=query.kind, category=query.category, min_trust=float(floor),
+        scopes=query.scopes, scope_exact=query.scope_exact, metadata=query.metadata_json,
+        since=query.since, until=query.until,
+    )  # fmt: skip
     # A channel asked for by name counts even where the tenant weighs it at 0.
     weights = {
         c: float(tenant.setting(f"weight_{c}")) or (1.0 if channels is not None else 0.0)

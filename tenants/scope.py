@@ -133,6 +133,37 @@ def scope_sql(prefix: str | None, column: str = "scope") -> tuple[str, list[obje
     return f"({column} = %s OR {column} LIKE %s)", [prefix, f"{escaped}/%"]
 
 
+def scopes_q(prefixes: tuple[str, ...], *, exact: bool = False, field: str = "scope") -> Q:
+    """Any of the scopes `prefixes` (each with what lies under it, or only itself when `exact`);
+    an empty Q, i.e. everything, for none."""
+    paths = [scope_path(p) for p in prefixes]
+    if exact:
+        return Q(**{f"{field}__in": paths}) if paths else Q()
+    if not paths or not all(paths):
+        return Q()
+    condition = Q()
+    for path in paths:
+        condition |= scope_q(path, field)
+    return condition
+
+
+def scopes_sql(
+    prefixes: tuple[str, ...], column: str = "scope", *, exact: bool = False
+) -> tuple[str, list[object]]:
+    """The raw-SQL condition of `scopes_q`, with its parameters ("TRUE" for none)."""
+    paths = [scope_path(p) for p in prefixes]
+    if exact:
+        return (f"{column} = ANY(%s)", [paths]) if paths else ("TRUE", [])
+    if not paths or not all(paths):
+        return "TRUE", []
+    clauses, params = [], []
+    for path in paths:
+        clause, values = scope_sql(path, column)
+        clauses.append(clause)
+        params += values
+    return "(" + " OR ".join(clauses) + ")", params
+
+
 def scope_limit_set(prefix: str) -> contextvars.Token[str]:
     """Limit what follows to `prefix` (until `scope_limit_reset`)."""
     return _scope_limit.set((prefix or "").strip("/"))

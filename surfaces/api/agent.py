@@ -13,6 +13,7 @@ handler; the profile keeps its writes and sends them again), never a 500.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Any, cast
@@ -24,9 +25,10 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentspec.limits import MAX_SCOPES
 from agenttools import hermes as agent_tools
 from agenttools import writes as agent_writes
-from agenttools.core import Binding, Refused
+from agenttools.core import Binding, Refused, read_scopes_of
 from facts import inputs as fact_inputs
 from facts.importers import hermes_profile_import
 from facts.inputs import clean_scope
@@ -69,6 +71,12 @@ class ProfileIn(StrictSerializer):
     scope = serializers.CharField(
         required=False, allow_blank=True, max_length=fact_inputs.MAX_SCOPE_CHARS,
         help_text="the profile's scope (inside the key's scope limit); empty: the key's",
+    )  # fmt: skip
+    read_scopes = serializers.ListField(
+        child=serializers.CharField(max_length=fact_inputs.MAX_SCOPE_CHARS), required=False,
+        max_length=MAX_SCOPES,
+        help_text="scopes the profile reads together (each inside the key's scope limit); "
+        "omitted: its scope",
     )  # fmt: skip
     session_id = serializers.CharField(
         required=False, allow_blank=True, max_length=fact_inputs.MAX_SESSION_ID_CHARS
@@ -220,13 +228,17 @@ class AgentViewSet(TenantViewSet):
         tenant = copy.copy(self.tenant)
         # The profile's overrides, seen by recall and context assembly; never saved.
         tenant.settings = {**tenant.settings, **(data.get("settings") or {})}
-        return Binding.of_key(
+        binding = Binding.of_key(
             key,
             tenant=tenant,
             rights=frozenset(self.access.rights & {"read", "write"}),
             scope=scope,
             session_id=data.get("session_id") or "",
         )
+        # Checked where they are read (recall, the blocks), so that a profile whose read_scopes
+        # the key refuses still stores its turns.
+        read = tuple(dict.fromkeys(data.get("read_scopes") or ()))
+        return dataclasses.replace(binding, read_scopes=read) if read else binding
 
     @extend_schema(
         summary="Who this API key is: its tenant, name, rights and scope limit",
@@ -293,6 +305,7 @@ class AgentViewSet(TenantViewSet):
         block = context_cached(
             tenant=binding.tenant,
             scope=binding.scope,
+            scopes=read_scopes_of(binding),
             important=True,
             budget=max(50, int(budget * IMPORTANT_SHARE)),
         )
@@ -336,6 +349,7 @@ class AgentViewSet(TenantViewSet):
             tenant=binding.tenant,
             query=data["query"],
             scope=binding.scope,
+            scopes=read_scopes_of(binding),
             session_id=binding.session_id if restore else None,
             hot_restore=restore,
             important=False,  # level 2 is in the system prompt already

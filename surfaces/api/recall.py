@@ -7,15 +7,23 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentspec.limits import MAX_BUDGET, MIN_BUDGET
+from agentspec.limits import (
+    MAX_BUDGET,
+    MAX_METADATA_FILTERS,
+    MAX_SCOPE_CHARS,
+    MAX_SCOPES,
+    MAX_TIME_CHARS,
+    MIN_BUDGET,
+)
 from facts.models import Category, Kind
 from retrieval.context import context_cached, retrievals_record
-from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query
+from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query, scopes_checked
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from surfaces.api.facts import FactOut
 from surfaces.base.strict import StrictSerializer
 from surfaces.base.viewsets import Need, TenantViewSet
+from tenants.errors import InvalidInput
 
 
 class RecallIn(StrictSerializer):
@@ -34,6 +42,29 @@ class RecallIn(StrictSerializer):
         child=serializers.ChoiceField(choices=CHANNELS), required=False, allow_null=True,
         min_length=1, max_length=len(CHANNELS),
         help_text="fts (full text), vec (vector), entity; omitted: the tenant's weighted ones",
+    )  # fmt: skip
+    scopes = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, max_length=MAX_SCOPE_CHARS),
+        required=False, max_length=MAX_SCOPES,
+        help_text="instead of scope: any of these scopes (each with what lies under it), "
+        "e.g. [\"user:alice\", \"team:infra\"]",
+    )  # fmt: skip
+    scope_exact = serializers.BooleanField(
+        required=False, help_text="only the scope(s) themselves, not the scopes under them"
+    )
+    metadata = serializers.DictField(
+        required=False,
+        help_text="only facts whose metadata has these top-level fields with these values "
+        f"(text, numbers, true, false or null; at most {MAX_METADATA_FILTERS} fields)",
+    )
+    since = serializers.CharField(
+        required=False, max_length=MAX_TIME_CHARS,
+        help_text="only facts created at or after this time: ISO 8601, or a span back from "
+        "now (30m, 24h, 7d, 2w)",
+    )  # fmt: skip
+    until = serializers.CharField(
+        required=False, max_length=MAX_TIME_CHARS,
+        help_text="only facts created before this time (the same forms as since)",
     )  # fmt: skip
     explain = serializers.BooleanField(
         default=False, help_text="add each hit's per-channel scores and factors"
@@ -67,6 +98,11 @@ class ContextIn(StrictSerializer):
         help_text="the user's message; its recall results fill the last level",
     )  # fmt: skip
     scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    scopes = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, max_length=MAX_SCOPE_CHARS),
+        required=False, max_length=MAX_SCOPES,
+        help_text="instead of scope: any of these scopes (each with what lies under it)",
+    )  # fmt: skip
     session_id = serializers.CharField(required=False, allow_blank=True, max_length=128)
     hot_restore = serializers.BooleanField(
         default=False, help_text="first turn of a resumed session: start with its last turns"
@@ -191,10 +227,14 @@ class ContextViewSet(TenantViewSet):
         data = ContextIn(data=request.data)
         data.is_valid(raise_exception=True)
         options = dict(data.validated_data)
+        scopes = scopes_checked(options.get("scopes"))
+        if scopes and options.get("scope"):
+            raise InvalidInput("scopes", "give scope or scopes, not both")
         block = context_cached(
             tenant=self.tenant,
             query=options.get("query") or None,
             scope=options.get("scope") or None,
+            scopes=scopes,
             session_id=options.get("session_id") or None,
             hot_restore=options["hot_restore"],
             important=options["important"],
