@@ -199,7 +199,7 @@ def value_html(tenant: Tenant | None, key: str, value: Any) -> SafeString:
             for k, v in sorted(value.items())
             if v not in (None, "", [], {})
         ]
-        return mark_safe("; ".join(parts) or "—")  # noqa: S308 - each part escaped
+        return mark_safe(_list(parts) or "—")  # noqa: S308 - each part escaped
     text = str(value)
     if text in TERMS and key in _CODE_KEYS:
         return format_html("{}", term(text))
@@ -216,6 +216,9 @@ def changes_html(
     "label old → —". Nested settings show only their keys that changed."""
     old = before if isinstance(before, dict) else {}
     new = after if isinstance(after, dict) else {}
+    skip = skip | {"id"}  # the entity's own id (an entity merged away keeps its state)
+    if "alias" in new:
+        skip = skip | {"aliases"}  # the alias added or removed says it
     parts: list[SafeString] = []
     for key in sorted(set(old) | set(new), key=_order):
         if key in skip or (key in old and key in new and old[key] == new[key]):
@@ -241,6 +244,11 @@ def changes_html(
     return parts
 
 
+def _list(parts: list[SafeString]) -> SafeString:
+    """Clauses one after another ("; " in English, "；" in Chinese), each already escaped."""
+    return mark_safe(conditional_escape(gettext("; ")).join(parts))  # noqa: S308
+
+
 def _say(message: str, **values: Any) -> SafeString:
     """A sentence (already translated) with its placeholders filled, every value escaped."""
     text = conditional_escape(message)
@@ -250,7 +258,7 @@ def _say(message: str, **values: Any) -> SafeString:
 def _join(head: SafeString, parts: list[SafeString]) -> SafeString:
     if not parts:
         return head
-    return format_html("{}: {}", head, mark_safe("; ".join(parts)))  # noqa: S308
+    return _say(gettext("%(what)s: %(details)s"), what=head, details=_list(parts))
 
 
 def _fact_sentence(tenant: Tenant | None, event: Any, old: dict, new: dict) -> SafeString:
@@ -299,7 +307,7 @@ def _fact_sentence(tenant: Tenant | None, event: Any, old: dict, new: dict) -> S
         skip = {"similarity"}
     elif action == "conflict":
         head = _say(
-            gettext("conflict %(conflict)s with fact %(other)s decided: %(decision)s"),
+            gettext("conflict %(conflict)s with fact %(other)s decided (%(decision)s)"),
             conflict=_conflict_link(tenant, new.get("conflict")),
             other=fact_link(tenant, new.get("with")),
             decision=value_html(tenant, "decision", new.get("decision")),
@@ -332,7 +340,7 @@ def _other_sentence(tenant: Tenant | None, event: Any, old: dict, new: dict) -> 
     elif target.startswith("invitation ") and target[11:].isdigit():
         head = format_html("{}: {} #{}", term(action), label("invitation"), target[11:])
     elif target:
-        head = format_html("{}: {}", term(action), target)
+        head = _say(gettext("%(what)s: %(details)s"), what=term(action), details=target)
     else:
         head = format_html("{}", term(action))
     if not target:
@@ -341,7 +349,9 @@ def _other_sentence(tenant: Tenant | None, event: Any, old: dict, new: dict) -> 
 
 
 def _tail(parts: list[SafeString]) -> SafeString:
-    return format_html(" ({})", mark_safe("; ".join(parts))) if parts else mark_safe("")  # noqa: S308
+    if not parts:
+        return mark_safe("")  # noqa: S308 - a constant
+    return _say(gettext(" (%(details)s)"), details=_list(parts))
 
 
 def event_sentence(event: Event, tenant: Tenant | None = None, source: str = "") -> SafeString:
