@@ -30,7 +30,7 @@ from tenants.actors import Actor
 from tenants.jobs import job_send
 from tenants.models import RetentionPolicy, Tenant
 from tenants.scope import tenant_scope
-from tenants.services import under_legal_hold
+from tenants.services import retention_run_record, under_legal_hold
 
 JOB = Actor.job("retention")
 BATCH = 200
@@ -161,6 +161,10 @@ def retention_run_start(
             if open_run is None:  # it finished a moment ago
                 return retention_run_start(tenant=tenant, actor=actor, trigger=trigger)
             return open_run, False
+        if trigger == "manual":
+            retention_run_record(
+                tenant=tenant, actor=actor, run_id=run.pk, dry_run=False, counts={}
+            )
         _schedule(tenant.pk, run.pk)
         return run, True
 
@@ -169,8 +173,8 @@ def retention_dry_run(*, tenant: Tenant, actor: Actor) -> RetentionRun:
     """Plan as a run would, change nothing, and record what it would do."""
     plan = retention_plan(tenant=tenant)
     now = timezone.now()
-    with tenant_scope(tenant):
-        return RetentionRun.objects.create(
+    with tenant_scope(tenant), transaction.atomic():
+        run = RetentionRun.objects.create(
             tenant=tenant, trigger="manual", dry_run=True, status=RunStatus.DONE,
             policy=dict(plan.policy),
             plan={"archive": {r: ids[:SAMPLE] for r, ids in plan.archive.items()},
@@ -178,6 +182,10 @@ def retention_dry_run(*, tenant: Tenant, actor: Actor) -> RetentionRun:
             counts=plan.counts, note="legal hold: nothing would be touched" if plan.legal_hold
             else "", created_by=str(actor), started_at=now, finished_at=now,
         )  # fmt: skip
+        retention_run_record(tenant=tenant, actor=actor, run_id=run.pk, dry_run=True,
+                             counts={"archive": plan.counts["archive"],
+                                     "purge": plan.counts["purge"]})  # fmt: skip
+        return run
 
 
 # -- running ----------------------------------------------------------------------------------

@@ -216,6 +216,8 @@ class TenantAction(models.TextChoices):
     APIKEY_ROTATE = "apikey_rotate", "API key rotated"
     TENANT_RENAME = "tenant_rename", "tenant renamed"
     RETENTION_UPDATE = "retention_update", "retention policy changed"
+    RETENTION_DRY_RUN = "retention_dry_run", "retention dry run"
+    RETENTION_RUN = "retention_run", "retention run started by hand"
     AUDIT_EXPORT = "audit_export", "audit log exported"
     FACTS_EXPORT = "facts_export", "facts exported"
     TENANT_DELETE = "tenant_delete", "tenant deleted"

@@ -566,6 +566,15 @@ def retention_policy_update(
         return policy
 
 
+def retention_run_record(
+    *, tenant: Tenant, actor: Actor, run_id: int, dry_run: bool, counts: dict[str, int]
+) -> None:
+    """A retention run someone started by hand, or a dry run, in the audit log."""
+    action = "retention_dry_run" if dry_run else "retention_run"
+    with tenant_scope(tenant):
+        _event(tenant, action, actor, after={"run": run_id, **counts})
+
+
 # -- audit ------------------------------------------------------------------------------------
 
 

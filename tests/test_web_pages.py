@@ -463,7 +463,7 @@ def test_the_audit_log_filters_and_exports_csv(world, owner, system_actor) -> No
     client = _client(owner)
     page = _text(client.get("/t/acme/audit/?action=feedback"))
     rows = re.search(r'<table id="audit-table"[^>]*>.*?</table>', page).group(0)
-    assert rows.count("<tr>") == 2 and "feedback" in rows
+    assert rows.count("<tr>") == 2 and "marked unhelpful: trust 0.50 → 0.40" in rows
     assert client.get("/t/acme/audit/?fact_id=abc").status_code == 400
     today = datetime.now(UTC).date()
     none = _text(client.get(f"/t/acme/audit/?until={today - timedelta(days=3)}"))

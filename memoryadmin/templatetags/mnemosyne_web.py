@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 
 from surfaces.base import terms
 from surfaces.base.pages import tenant_url
+from surfaces.base.trail import event_sentence
 
 register = template.Library()
 
@@ -71,49 +72,16 @@ def term(code: str) -> str:
     return terms.term(code)
 
 
+@register.simple_tag(takes_context=True)
+def trail(context: template.Context, event: Any, source: str = "") -> str:
+    """An audit event as a sentence in the reader's language, ids linked."""
+    return event_sentence(event, context.get("tenant"), source)
+
+
 @register.filter
 def get_item(mapping: Any, key: Any) -> Any:
     """`{{ usage|get_item:key.pk }}`: a dictionary's value, None when missing."""
     return mapping.get(key) if hasattr(mapping, "get") else None
-
-
-_SHORT = 300  # longer values are cut in the table (the whole value is in the export)
-
-
-def _plain(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, list) and all(not isinstance(v, dict | list) for v in value):
-        text = ", ".join(str(v) for v in value) or "—"
-    else:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    return text if len(text) <= _SHORT else text[:_SHORT] + " …"
-
-
-@register.simple_tag
-def diff_rows(before: Any, after: Any) -> list[tuple[str, str, str]]:
-    """An audit event's change as (field, before, after) rows: only the fields that differ,
-    in words rather than raw JSON. A value that is not an object is one row named "value"."""
-    if not isinstance(before, dict) and not isinstance(after, dict):
-        if before is None and after is None:
-            return []
-        return [("", _plain(before), _plain(after))]
-    old = before if isinstance(before, dict) else {}
-    new = after if isinstance(after, dict) else {}
-    rows = []
-    for key in sorted(set(old) | set(new)):
-        if key in old and key in new and old[key] == new[key]:
-            continue
-        rows.append(
-            (
-                str(key),
-                _plain(old[key]) if key in old else "",
-                _plain(new[key]) if key in new else "",
-            )
-        )
-    return rows
 
 
 @register.filter

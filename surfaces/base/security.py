@@ -126,3 +126,35 @@ class NotContainingUsernameValidator:
 
     def get_help_text(self) -> str:
         return _("Your password may not contain your username.")
+
+
+TIME_ZONE_COOKIE = "mnemosyne_tz"
+
+
+class ViewerTimeZoneMiddleware:
+    """Pages show times in the viewer's time zone: the one the browser reports (admin.js keeps
+    it in the `mnemosyne_tz` cookie); UTC until it has, or when the name is not a zone."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from zoneinfo import ZoneInfo
+
+        from django.utils import timezone
+
+        name = request.COOKIES.get(TIME_ZONE_COOKIE, "")
+        zone = None
+        if 0 < len(name) <= 64 and all(c.isalnum() or c in "/_+-" for c in name):
+            try:
+                zone = ZoneInfo(name)
+            except (ValueError, OSError, KeyError):
+                zone = None
+        if zone is None:
+            timezone.deactivate()
+        else:
+            timezone.activate(zone)
+        try:
+            return self.get_response(request)
+        finally:
+            timezone.deactivate()

@@ -63,6 +63,8 @@ TERMS: dict[str, Promise] = {
     "apikey_revoke": _("API key revoked"),
     "apikey_rotate": _("API key rotated"),
     "retention_update": _("retention policy changed"),
+    "retention_dry_run": _("retention dry run"),
+    "retention_run": _("retention run started by hand"),
     "audit_export": _("audit log exported"),
     "facts_export": _("facts exported"),
     # why two facts conflict, and what was decided
@@ -72,6 +74,11 @@ TERMS: dict[str, Promise] = {
     "date": _("another date or time"),
     "value": _("another value"),
     "keep_both": _("both kept"),
+    # why a fact was archived or superseded (the audit log)
+    "unretrieved": _("not retrieved for long"),
+    "low_trust": _("low trust"),
+    "over_limit": _("over the most active facts"),
+    "duplicate": _("a duplicate"),
     "dismiss": _("dismissed"),
     # re-link jobs
     "queued": _("queued"),

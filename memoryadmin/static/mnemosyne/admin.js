@@ -7,6 +7,16 @@
   // navigation of a narrow screen under its button without a flash (no script: it stays open).
   document.documentElement.classList.add("js");
 
+  // Times on the pages are shown in the browser's time zone: the server reads this cookie.
+  try {
+    var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (zone && document.cookie.indexOf("mnemosyne_tz=" + zone) === -1) {
+      document.cookie = "mnemosyne_tz=" + zone + "; path=/; max-age=31536000; SameSite=Lax";
+    }
+  } catch (e) {
+    // no Intl or no cookies: times stay in UTC, and the pages say so
+  }
+
   document.addEventListener("change", function (event) {
     // A select that submits its form when changed (the language picker).
     var target = event.target;
