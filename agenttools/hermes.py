@@ -125,7 +125,14 @@ def _search(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
         category=args.choice("category", CATEGORIES),
         min_trust=args.number("min_trust", low=0.0, high=1.0),
     ).hits
-    return results([fact_json(h.fact, h.score, channels=h.channels) for h in hits])
+    return results(
+        [
+            fact_json(
+                h.fact, h.score, channels=h.channels, relevance=round(h.relevance, 6), weak=h.weak
+            )
+            for h in hits
+        ]
+    )
 
 
 def _graph_rows(hits: list[Any]) -> dict[str, Any]:

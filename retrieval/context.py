@@ -3,7 +3,7 @@
 Three levels, deduplicated across them:
 1. hot restore (first turn of a resumed session): the last turns of that session, in order;
 2. the tenant's most important facts (importance, then trust, then helpful feedback);
-3. the query's hybrid recall results.
+3. the query's hybrid recall results above the relevance floor (retrieval.floor).
 """
 
 from __future__ import annotations
@@ -156,7 +156,10 @@ def context_build(
             timings["recall"] = hits.timings_ms["total"]
             if "embed_query" in hits.timings_ms:
                 timings["embed_query"] = hits.timings_ms["embed_query"]
-            found = [h.fact for h in hits.hits if h.fact.pk not in seen]
+            # Only memories above the relevance floor (retrieval.floor): small talk, or a
+            # question about what the tenant never heard of, gets nothing rather than the
+            # best of whatever is there.
+            found = [h.fact for h in hits.hits if not h.weak and h.fact.pk not in seen]
             levels["relevant"] = room.take(lines, "## Relevant memories", found, room.left)
     timings["total"] = (time.perf_counter() - started) * 1000
     return ContextBlock(text="\n".join(lines), tokens=room.used, levels=levels, timings_ms=timings)
