@@ -18,12 +18,18 @@ high for "thanks!" too. The floor judges each hit on absolute evidence instead:
   tenant mentions ("What editor does Carol like?" where nobody is called Carol);
 - `smalltalk`: the cosine of the query's vector to the closest of the small-talk turns in
   `smalltalk.txt` beside this module (the tuning part of bench/data's small talk, copied by the
-  fit), each embedded as a query once per process: "thanks!" and "哈哈没问题" sit close to them.
+  fit), each embedded as a query once per process, the query's own text left out (so that the
+  fit sees on its tuning turns what a new turn gets): "thanks!" and "哈哈没问题" sit close to them;
+- `top_vec`, `top_mass`: the best `vec` and `fts_mass` among all the query's candidates: whether
+  anything in the tenant matches the query well at all.
 
 `relevance` = logistic(MODEL . features): a probability on [0, 1], fitted by
 `python -m bench.abstain --fit` on the tuning part of its data (see docs/relevance-floor.md for the
-sets, the figures and the kinds of case it misses). A hit below FLOOR is weak: the context block
-(prefetch, MCP's context, REST's context) leaves it out; recall returns it, marked.
+sets, the figures and the kinds of case it misses). A hit is weak (`is_weak`) below FLOOR, and
+whenever the query names an entity no memory mentions: the model alone let a third of the
+questions about another conversation's people through, on memories of the same kind of life
+(jobs, family, pets). The context block (prefetch, MCP's context, REST's context) leaves weak
+hits out; recall returns them, marked.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from indexing.text import analyze
 
 FEATURES = (
     "vec", "fts_cover", "fts_mass", "entity", "fused", "query_mass", "unknown_name", "smalltalk",
+    "top_vec", "top_mass",
 )  # fmt: skip
 SMALLTALK = Path(__file__).with_name("smalltalk.txt")
 # The fitted model: logistic weights of FEATURES ("bias" too) and FLOOR, written by
@@ -53,7 +60,7 @@ FITTED = Path(__file__).with_name("floor_model.json")
 _fitted = json.loads(FITTED.read_text("utf-8"))
 MODEL: dict[str, float] = _fitted["model"]
 # A hit whose relevance is below FLOOR is weak: never injected, marked in recall's results.
-# Chosen on the tuning part: the highest floor that keeps own-memory R@10 within half a point of
+# Chosen on the tuning part: the highest floor that keeps own-memory R@10 within one point of
 # recall without a floor.
 FLOOR: float = _fitted["floor"]
 
@@ -85,7 +92,10 @@ def query_signals(
     names."""
     smalltalk = 0.0
     if vector is not None and embedder is not None:
-        smalltalk = float((smalltalk_vectors(embedder) @ vector).max())
+        texts, vectors = smalltalk_vectors(embedder)
+        own = _folded(query)
+        others = [i for i, text in enumerate(texts) if _folded(text) != own]
+        smalltalk = float((vectors[others] @ vector).max()) if others else 0.0
     if not terms:
         return QuerySignals(
             unknown_name=_unknown_name(tenant_id, query, terms), smalltalk=smalltalk
@@ -103,23 +113,30 @@ def query_signals(
     )
 
 
-_smalltalk: dict[str, np.ndarray] = {}
+_smalltalk: dict[str, tuple[list[str], np.ndarray]] = {}
 _smalltalk_lock = threading.Lock()
 
 
-def smalltalk_vectors(embedder: Any) -> np.ndarray:
-    """The small-talk turns of SMALLTALK as `embedder` embeds queries (language taken out), one
-    row each; made once per process and model."""
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def smalltalk_vectors(embedder: Any) -> tuple[list[str], np.ndarray]:
+    """The small-talk turns of SMALLTALK and their vectors as `embedder` embeds queries
+    (language taken out), one row each; made once per process and model."""
     with _smalltalk_lock:
         known = _smalltalk.get(embedder.name)
         if known is None:
             texts = [line for line in SMALLTALK.read_text("utf-8").splitlines() if line.strip()]
             vectors = embedder.embed(texts, purpose="query")
-            known = np.stack(
-                [
-                    query_without_language(v, t, embedder)
-                    for v, t in zip(vectors, texts, strict=True)
-                ]
+            known = (
+                texts,
+                np.stack(
+                    [
+                        query_without_language(v, t, embedder)
+                        for v, t in zip(vectors, texts, strict=True)
+                    ]
+                ),
             )
             _smalltalk[embedder.name] = known
         return known
@@ -151,8 +168,11 @@ def hit_features(
     fts: float | None,
     entity: float | None,
     fused: float,
+    top_vec: float = 0.0,
+    top_fts: float = 0.0,
 ) -> dict[str, float]:
-    """The floor's features of one hit from its raw channel scores (None: not scored)."""
+    """The floor's features of one hit from its raw channel scores (None: not scored), and the
+    best raw vector and full-text scores among the query's candidates."""
     raw_fts = fts or 0.0
     return {
         "vec": vec or 0.0,
@@ -163,7 +183,14 @@ def hit_features(
         "query_mass": signals.query_mass,
         "unknown_name": signals.unknown_name,
         "smalltalk": signals.smalltalk,
+        "top_vec": top_vec,
+        "top_mass": top_fts / signals.mass_scale if signals.mass_scale else 0.0,
     }
+
+
+def is_weak(features: Mapping[str, float], likely: float, floor: float | None = None) -> bool:
+    """Below the floor, or the query names someone or something no memory mentions."""
+    return likely < (FLOOR if floor is None else floor) or features.get("unknown_name", 0.0) > 0
 
 
 def relevance(features: Mapping[str, float], model: Mapping[str, float] | None = None) -> float:

@@ -28,7 +28,7 @@ from indexing.language import LANGUAGES, language_means, query_without_language,
 from indexing.text import analyze
 from indexing.vectors import embedder_for, serving_space
 from observability.metrics import recall_observe
-from retrieval.floor import FLOOR, QuerySignals, hit_features, query_signals, relevance
+from retrieval.floor import QuerySignals, hit_features, is_weak, query_signals, relevance
 from retrieval.inputs import CHANNELS, RecallQuery
 from retrieval.stats import corpus_stats
 from tenants.models import Tenant
@@ -355,12 +355,15 @@ class Gathered:
 
     def floor_features(self, fid: int, fused: float) -> dict[str, float]:
         """The relevance floor's features of candidate `fid` (fused: its score over the best)."""
+        vec, fts = self.raw.get("vec", {}), self.raw.get("fts", {})
         return hit_features(
             self.signals,
-            vec=self.raw.get("vec", {}).get(fid),
-            fts=self.raw.get("fts", {}).get(fid),
+            vec=vec.get(fid),
+            fts=fts.get(fid),
             entity=self.raw.get("entity", {}).get(fid),
             fused=fused,
+            top_vec=max(vec.values(), default=0.0),
+            top_fts=max(fts.values(), default=0.0),
         )
 
 
@@ -600,7 +603,7 @@ def recall_search(
                 channels={c: round(scores.get(fid, 0.0), 6) for c, scores in normalised.items()},
                 factors=factors,
                 relevance=likely,
-                weak=likely < FLOOR,
+                weak=is_weak(features, likely),
                 signals=features,
             )
         )

@@ -54,7 +54,8 @@ RELEVANCE_HELP = (
     "(docs/relevance-floor.md)."
 )
 WEAK_HELP = (
-    f"true when `relevance` is below the floor ({FLOOR}): the context block, prefetch and MCP's "
+    f"true when `relevance` is below the floor ({FLOOR}), or when the query names someone or "
+    "something no memory of the tenant mentions: the context block, prefetch and MCP's "
     "memory_context leave such a hit out; recall returns it, marked."
 )
 
