@@ -239,7 +239,7 @@ def collect(files: list[Path], smalltalk: dict[str, Path], dump: Path | None) ->
     ordered = sorted(timings)
     collected = {
         "parts": parts,
-        "data": [str(path) for path in files],
+        "data": [path.name for path in files],
         "recall_ms_mean": round(statistics.fmean(timings), 1) if timings else 0.0,
         "recall_ms_p95": round(ordered[math.ceil(0.95 * len(ordered)) - 1], 1) if timings else 0.0,
         "embedder_texts_per_s": _embedder_rate(),
