@@ -115,8 +115,11 @@ TOOLS: list[ToolSpec] = [
         description=(
             "Find the memories that best answer a question, by meaning and by keywords (hybrid "
             "search; English, Chinese and mixed text). Returns the best first, each with its "
-            "fact_id, content, scope, kind, category, trust and score. Use it before answering "
-            "anything about the user, the team or its projects."
+            "fact_id, content, scope, kind, category, trust, score (ranks this query's hits, 0 "
+            "or more), relevance (0 to 1: how likely the memory is what was asked) and weak "
+            "(true below the relevance floor: likely unrelated; memory_context leaves such "
+            "memories out). Use it before answering anything about the user, the team or its "
+            "projects."
         ),
         properties={
             "query": {

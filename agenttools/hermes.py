@@ -126,7 +126,14 @@ def _search(binding: Binding, raw: dict[str, Any]) -> dict[str, Any]:
         min_trust=args.number("min_trust", low=0.0, high=1.0),
         **recall_filters(args),
     ).hits
-    return results([fact_json(h.fact, h.score, channels=h.channels) for h in hits])
+    return results(
+        [
+            fact_json(
+                h.fact, h.score, channels=h.channels, relevance=round(h.relevance, 6), weak=h.weak
+            )
+            for h in hits
+        ]
+    )
 
 
 def _graph_rows(hits: list[Any]) -> dict[str, Any]:

@@ -79,7 +79,12 @@ def _search(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
 def _shown(binding: Binding, hits: list[Any]) -> list[dict[str, Any]]:
     """An agent was shown these: they count as retrieved."""
     retrievals_record(tenant=binding.tenant, fact_ids=[hit.fact.pk for hit in hits])
-    return [fact_json(hit.fact, score=round(hit.score, 6)) for hit in hits]
+    return [
+        fact_json(
+            hit.fact, score=round(hit.score, 6), relevance=round(hit.relevance, 6), weak=hit.weak
+        )
+        for hit in hits
+    ]
 
 
 def _recall(binding: Binding, given: inputs.SearchArgs) -> dict[str, Any]:

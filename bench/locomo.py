@@ -233,6 +233,45 @@ def _cross_validate(
     }
 
 
+def store_turns(
+    *, tenant: Any, actor: Any, name: str, turns: list[dict[str, Any]]
+) -> dict[int, str]:
+    """Store a conversation's turns (turns_of) in `tenant`, embed them and analyse the table;
+    returns each fact's id -> the turn's dia_id."""
+    from django.db import connection
+
+    from facts.embedding import facts_embed_batch
+    from facts.inputs import fact_draft
+    from facts.services import fact_add
+    from operations.roles import as_owner
+
+    ids: dict[int, str] = {}
+    for turn in turns:
+        fact = fact_add(
+            tenant=tenant,
+            actor=actor,
+            draft=fact_draft(
+                {
+                    "content": turn["text"],
+                    "kind": "turn",
+                    "scope": f"conversation:{name}",
+                    "session_id": turn["session"],
+                    "position": turn["position"],
+                    "speaker": turn["speaker"],
+                    "created_at": turn["created_at"],
+                }
+            ),
+        ).fact
+        ids[fact.pk] = turn["dia_id"]
+    while facts_embed_batch(tenant=tenant):
+        pass
+    # What autovacuum does soon after a load: the planner sees the new turns (without it,
+    # a fresh table's plans read a whole conversation where an index reads a session).
+    with as_owner(), connection.cursor() as cursor:
+        cursor.execute("ANALYZE facts_fact")
+    return ids
+
+
 def run(
     data: Path,
     ks: list[int],
@@ -241,12 +280,6 @@ def run(
     weights: dict[str, float] | None = None,
     folds: int = 0,
 ) -> dict[str, Any]:
-    from django.db import connection
-
-    from facts.embedding import facts_embed_batch
-    from facts.inputs import fact_draft
-    from facts.services import fact_add
-    from operations.roles import as_owner
     from retrieval.inputs import recall_query
     from retrieval.search import recall_gather, recall_rank
     from tenants.actors import Actor
@@ -273,32 +306,9 @@ def run(
         }
         turns = turns_of(sample["conversation"])
         started = time.perf_counter()
-        ids: dict[int, str] = {}
         last_date = max(t["created_at"] for t in turns)
-        for turn in turns:
-            fact = fact_add(
-                tenant=tenant,
-                actor=actor,
-                draft=fact_draft(
-                    {
-                        "content": turn["text"],
-                        "kind": "turn",
-                        "scope": f"conversation:{name}",
-                        "session_id": turn["session"],
-                        "position": turn["position"],
-                        "speaker": turn["speaker"],
-                        "created_at": turn["created_at"],
-                    }
-                ),
-            ).fact
-            ids[fact.pk] = turn["dia_id"]
-        while facts_embed_batch(tenant=tenant):
-            pass
+        ids = store_turns(tenant=tenant, actor=actor, name=name, turns=turns)
         ingest_s += time.perf_counter() - started
-        # What autovacuum does soon after a load: the planner sees the new turns (without it,
-        # a fresh table's plans read a whole conversation where an index reads a session).
-        with as_owner(), connection.cursor() as cursor:
-            cursor.execute("ANALYZE facts_fact")
         progress(f"{name}: {len(turns)} turns stored and embedded; asking its questions")
         started = time.perf_counter()
         for qa in sample["qa"]:

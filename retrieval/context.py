@@ -3,7 +3,7 @@
 Three levels, deduplicated across them:
 1. hot restore (first turn of a resumed session): the last turns of that session, in order;
 2. the tenant's most important facts (importance, then trust, then helpful feedback);
-3. the query's hybrid recall results.
+3. the query's hybrid recall results above the relevance floor (retrieval.floor).
 
 A fact in an open conflict is shown with the other side beside it, both dated and the newer
 first, so the agent can tell which statement is newer; a resolved conflict leaves only the fact
@@ -202,7 +202,10 @@ def context_build(
             timings["recall"] = hits.timings_ms["total"]
             if "embed_query" in hits.timings_ms:
                 timings["embed_query"] = hits.timings_ms["embed_query"]
-            found = [h.fact for h in hits.hits if h.fact.pk not in seen]
+            # Only memories above the relevance floor (retrieval.floor): small talk, or a
+            # question about what the tenant never heard of, gets nothing rather than the
+            # best of whatever is there.
+            found = [h.fact for h in hits.hits if not h.weak and h.fact.pk not in seen]
         room = _Budget(total, _disputes(tenant, facts, [*top, *found]))
         room.shown.update(seen)
         if hot_restore and session_id:

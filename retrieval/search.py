@@ -28,6 +28,7 @@ from indexing.language import LANGUAGES, language_means, query_without_language,
 from indexing.text import analyze
 from indexing.vectors import embedder_for, serving_space
 from observability.metrics import recall_observe
+from retrieval.floor import QuerySignals, hit_features, is_weak, query_signals, relevance
 from retrieval.inputs import CHANNELS, RecallQuery
 from retrieval.stats import corpus_stats
 from tenants.models import Tenant
@@ -60,13 +61,26 @@ FTS_EXACT, FTS_TOUCH, FTS_KEEP, PLAN_TERMS, MAX_TERMS = 2000, 500, 150, 6, 32
 
 @dataclass
 class RecallHit:
+    """`score` ranks the query's hits against each other (fusion, lifts, trust, decay);
+    `relevance` is the floor's probability that the hit is what the query asks about
+    (retrieval.floor), and a hit below the floor is `weak`: never injected into a context."""
+
     fact: Fact
     score: float
     channels: dict[str, float] = field(default_factory=dict)
     factors: dict[str, float] = field(default_factory=dict)
+    relevance: float = 1.0
+    weak: bool = False
+    signals: dict[str, float] = field(default_factory=dict)
 
     def explain(self) -> dict[str, Any]:
-        return {"score": round(self.score, 6), "channels": self.channels, "factors": self.factors}
+        return {
+            "score": round(self.score, 6),
+            "channels": self.channels,
+            "factors": self.factors,
+            "relevance": round(self.relevance, 6),
+            "signals": {name: round(value, 6) for name, value in self.signals.items()},
+        }
 
 
 @dataclass
@@ -131,13 +145,9 @@ def _fts_scores(
     """BM25 over the full-text candidates, with the tenant's own document frequencies."""
     analyzed = analyze(query)
     corpus = corpus_stats(tenant_id=tenant_id)
-    terms = [
-        (lexeme, documents)
-        for lexeme, documents in sql.query_terms(
-            tenant_id=tenant_id, latin=analyzed.latin, han=analyzed.han
-        )
-        if documents > 0
-    ]
+    every = sql.query_terms(tenant_id=tenant_id, latin=analyzed.latin, han=analyzed.han)
+    scorers.update(terms=dict(every), total=corpus.documents)
+    terms = [(lexeme, documents) for lexeme, documents in every if documents > 0]
     if not terms:
         return {}
     terms = sorted(terms, key=lambda term: (term[1], term[0]))[:MAX_TERMS]
@@ -201,7 +211,7 @@ def _vector_scores(
         filters=filters,
         limit=CANDIDATES,
     )
-    scorers.update(vector=vector, space=space)
+    scorers.update(vector=vector, space=space, embedder=embedder)
     known.update((fid, _Candidate(fid, *columns)) for fid, _, columns in rows)
     return {fid: score for fid, score, _ in rows}
 
@@ -339,6 +349,22 @@ class Gathered:
     normalised: dict[str, dict[int, float]]
     # Each session's match as a whole, on [0, 1] (None: judged by its best turns instead).
     sessions: dict[str, float] | None = None
+    # Each channel's scores before normalisation (BM25, cosine, entity share): the floor's.
+    raw: dict[str, dict[int, float]] = field(default_factory=dict)
+    signals: QuerySignals = field(default_factory=QuerySignals)
+
+    def floor_features(self, fid: int, fused: float) -> dict[str, float]:
+        """The relevance floor's features of candidate `fid` (fused: its score over the best)."""
+        vec, fts = self.raw.get("vec", {}), self.raw.get("fts", {})
+        return hit_features(
+            self.signals,
+            vec=vec.get(fid),
+            fts=fts.get(fid),
+            entity=self.raw.get("entity", {}).get(fid),
+            fused=fused,
+            top_vec=max(vec.values(), default=0.0),
+            top_fts=max(fts.values(), default=0.0),
+        )
 
 
 def _conversation_lift(
@@ -505,7 +531,22 @@ def _gather(
             .values_list(*_Candidate._fields[:-1], "content")
         )
     sessions = _session_match(tenant_id, candidates, normalised, scorers, filters)
-    return Gathered(query=query, candidates=candidates, normalised=normalised, sessions=sessions)
+    signals = query_signals(
+        tenant_id=tenant_id,
+        query=query,
+        terms=scorers.get("terms", {}),
+        total=scorers.get("total", 0),
+        vector=scorers.get("vector"),
+        embedder=scorers.get("embedder"),
+    )
+    return Gathered(
+        query=query,
+        candidates=candidates,
+        normalised=normalised,
+        sessions=sessions,
+        raw=raw,
+        signals=signals,
+    )
 
 
 def recall_gather(*, tenant: Tenant, query: RecallQuery) -> Gathered:
@@ -552,15 +593,22 @@ def recall_search(
             .in_bulk()
         )
     normalised = gathered.normalised
-    hits = [
-        RecallHit(
-            fact=facts[fid],
-            score=score,
-            channels={c: round(scores.get(fid, 0.0), 6) for c, scores in normalised.items()},
-            factors=factors,
+    top = best[0][0] if best and best[0][0] > 0 else 1.0
+    hits = []
+    for score, fid, factors in best:
+        features = gathered.floor_features(fid, score / top)
+        likely = relevance(features)
+        hits.append(
+            RecallHit(
+                fact=facts[fid],
+                score=score,
+                channels={c: round(scores.get(fid, 0.0), 6) for c, scores in normalised.items()},
+                factors=factors,
+                relevance=likely,
+                weak=is_weak(features, likely),
+                signals=features,
+            )
         )
-        for score, fid, factors in best
-    ]
     timings["total"] = (time.perf_counter() - started) * 1000
     recall_observe(timings)
     return RecallResult(hits=hits, timings_ms=timings)

@@ -601,3 +601,20 @@ def test_a_buffer_larger_than_one_request_is_sent_in_smaller_batches_in_order(
     assert provider.wait_idle(120)
     turns = [t.content for t in _turns(tenant, "session-1") if t.speaker == "user"]
     assert turns == [text.strip() for text in said]
+
+
+def test_small_talk_prefetches_nothing_and_a_question_its_memory(
+    drive, tenant, system_actor
+) -> None:
+    for content in (
+        "Alice uses vim as her editor, with her own config",
+        "Our dog Rex loves the park by the lake",
+        "Bob moved to Hangzhou last spring",
+        "张伟喜欢喝龙井茶",
+    ):
+        fact_add(tenant=tenant, actor=system_actor, draft=fact_draft({"content": content}))
+    manager, _ = drive()
+    for said in ("thanks!", "好的", "ok see you tomorrow", "哈哈没问题"):
+        assert manager.prefetch_all(said) == "", said
+    assert manager.prefetch_all("What editor does Carol like?") == ""
+    assert "Alice uses vim as her editor" in manager.prefetch_all("What editor does Alice use?")

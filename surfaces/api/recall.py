@@ -17,6 +17,7 @@ from agentspec.limits import (
 )
 from facts.models import Category, Kind
 from retrieval.context import context_cached, retrievals_record
+from retrieval.floor import FLOOR
 from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query, scopes_checked
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
@@ -71,18 +72,45 @@ class RecallIn(StrictSerializer):
     )
 
 
+SCORE_HELP = (
+    "The hit's rank score among this query's hits, 0 or more (usually below 2): each channel's "
+    "score min-max normalised over the query's candidates, weighted by the tenant, plus the "
+    "lifts of turns, times trust and decay. It orders one query's hits; it does not say whether "
+    "a hit is relevant (the best hit of any query scores high): `relevance` does."
+)
+RELEVANCE_HELP = (
+    "The relevance floor's probability (0 to 1) that the hit is a memory the query asks about, "
+    "from absolute evidence: vector similarity, the share and rarity of the query's words it "
+    "matches, the entities, and whether the query names someone no memory mentions "
+    "(docs/relevance-floor.md)."
+)
+WEAK_HELP = (
+    f"true when `relevance` is below the floor ({FLOOR}), or when the query names someone or "
+    "something no memory of the tenant mentions: the context block, prefetch and MCP's "
+    "memory_context leave such a hit out; recall returns it, marked."
+)
+
+
 class ExplainOut(serializers.Serializer):
-    score = serializers.FloatField()
+    score = serializers.FloatField(help_text=SCORE_HELP)
     channels = serializers.DictField(
         child=serializers.FloatField(), help_text="each channel's normalised score"
     )
     factors = serializers.DictField(
         child=serializers.FloatField(), help_text="trust, decay, and lifts of turns"
     )
+    relevance = serializers.FloatField(help_text=RELEVANCE_HELP)
+    signals = serializers.DictField(
+        child=serializers.FloatField(),
+        help_text="the relevance floor's inputs: vec, fts_cover, fts_mass, entity, fused, "
+        "query_mass, unknown_name",
+    )
 
 
 class RecallHitOut(serializers.Serializer):
-    score = serializers.FloatField()
+    score = serializers.FloatField(help_text=SCORE_HELP)
+    relevance = serializers.FloatField(min_value=0, max_value=1, help_text=RELEVANCE_HELP)
+    weak = serializers.BooleanField(help_text=WEAK_HELP)
     fact = FactOut()
     explain = ExplainOut(required=False, help_text="present when asked for")
 
@@ -125,6 +153,8 @@ class ContextOut(serializers.Serializer):
 
 _HIT = {
     "score": 0.41,
+    "relevance": 0.87,
+    "weak": False,
     "fact": {
         "id": 42, "kind": "fact", "content": "Alice prefers green tea over coffee in the morning",
         "scope": "user:alice", "session_id": "", "position": None, "speaker": "",
@@ -136,7 +166,9 @@ _HIT = {
     },
     "explain": {
         "score": 0.41, "channels": {"fts": 1.0, "vec": 0.74},
-        "factors": {"trust": 0.55, "decay": 1.0},
+        "factors": {"trust": 0.55, "decay": 1.0}, "relevance": 0.87,
+        "signals": {"vec": 0.31, "fts_cover": 0.62, "fts_mass": 0.41, "entity": 0.0,
+                    "fused": 1.0, "query_mass": 0.93, "unknown_name": 0.0},
     },
 }  # fmt: skip
 
@@ -150,6 +182,8 @@ class RecallViewSet(TenantViewSet):
         summary="Recall: the k best memories for a query (hybrid search)",
         description="Full text (BM25), vectors and entities, fused with the tenant's weights, "
         "times trust (and decay, where the tenant set a half-life). Only active facts; "
+        "every hit has its `relevance` and is `weak` below the relevance floor (the context "
+        "block leaves weak hits out; recall returns them); "
         f"queries up to {MAX_QUERY_CHARS} characters. With an API key, the facts returned "
         "count as retrieved (retention's 'not retrieved for N days').",
         request=RecallIn,
@@ -180,7 +214,12 @@ class RecallViewSet(TenantViewSet):
         facts = FactOut([hit.fact for hit in result.hits], many=True).data
         hits = []
         for hit, fact in zip(result.hits, facts, strict=True):
-            row = {"score": round(hit.score, 6), "fact": fact}
+            row = {
+                "score": round(hit.score, 6),
+                "relevance": round(hit.relevance, 6),
+                "weak": hit.weak,
+                "fact": fact,
+            }
             if explain:
                 row["explain"] = hit.explain()
             hits.append(row)
@@ -200,7 +239,8 @@ class ContextViewSet(TenantViewSet):
         summary="The context block an agent reads before a turn",
         description="Three levels within the token budget: the last turns of a resumed "
         "session (`hot_restore`), the tenant's most important facts, the query's recall "
-        "results; deduplicated. Cached per (tenant, scope, query) for the tenant's prefetch "
+        "results above the relevance floor (small talk gets none); deduplicated. Cached per "
+        "(tenant, scope, query) for the tenant's prefetch "
         "TTL; any write to the tenant refreshes it.",
         request=ContextIn,
         responses={200: ContextOut},
