@@ -413,11 +413,21 @@ MNEMOSYNE_HEARTBEAT_STALE_SECONDS = env_int(
     "MNEMOSYNE_HEARTBEAT_STALE_SECONDS", MNEMOSYNE_HEARTBEAT_SECONDS * 4, minimum=1
 )
 
+# The cache counts the API's request rates and keeps context blocks. Without CACHE_URL it is a
+# table of the database (made by the migrations), so every web and worker process shares it: a
+# per-process cache would let each process grant an address its own full rate.
+CACHE_TABLE = "mnemosyne_cache"
 CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}
         if env_str("CACHE_URL")
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+        else {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": CACHE_TABLE,
+            # Django's default (300 entries) would drop rate counts as soon as many addresses
+            # or keys are counted at once.
+            "OPTIONS": {"MAX_ENTRIES": 20000},
+        }
     )
 }
 
