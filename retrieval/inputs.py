@@ -12,7 +12,7 @@ from agentspec.limits import MAX_K as MAX_K
 from agentspec.limits import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from facts.models import Category, Kind
 from tenants.errors import InvalidInput
-from tenants.scope import scope_path
+from tenants.inputs import scope_checked
 from tenants.validation import check_choice
 
 CHANNELS = ("fts", "vec", "entity")
@@ -59,7 +59,7 @@ def recall_query(raw: Mapping[str, Any]) -> RecallQuery:
     return RecallQuery(
         text=text.strip()[:MAX_QUERY_CHARS],
         k=k,
-        scope=scope_path(raw.get("scope")),
+        scope=scope_checked(raw.get("scope")),
         kind=kind,
         category=category,
         min_trust=None if floor is None else float(floor),

@@ -67,7 +67,7 @@ class ProfileSettingsIn(StrictSerializer):
 
 class ProfileIn(StrictSerializer):
     scope = serializers.CharField(
-        required=False, allow_blank=True, max_length=fact_inputs.MAX_SCOPE_CHARS,
+        required=False, allow_blank=True,
         help_text="the profile's scope (inside the key's scope limit); empty: the key's",
     )  # fmt: skip
     session_id = serializers.CharField(

@@ -16,13 +16,14 @@ from retrieval.search import recall_search
 from surfaces.api.facts import FactOut
 from surfaces.base.strict import StrictSerializer
 from surfaces.base.viewsets import Need, TenantViewSet
+from tenants.inputs import scope_checked
 
 
 class RecallIn(StrictSerializer):
     query = serializers.CharField(max_length=MAX_QUERY_CHARS, help_text="what to remember")
     k = serializers.IntegerField(default=10, min_value=1, max_value=MAX_K)
     scope = serializers.CharField(
-        required=False, allow_blank=True, max_length=255, help_text="only this scope and below"
+        required=False, allow_blank=True, help_text="only this scope and below"
     )
     kind = serializers.ChoiceField(choices=Kind.choices, required=False, allow_null=True)
     category = serializers.ChoiceField(choices=Category.choices, required=False, allow_null=True)
@@ -66,7 +67,9 @@ class ContextIn(StrictSerializer):
         required=False, allow_blank=True, max_length=MAX_QUERY_CHARS,
         help_text="the user's message; its recall results fill the last level",
     )  # fmt: skip
-    scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    scope = serializers.CharField(
+        required=False, allow_blank=True, help_text="only this scope and below"
+    )
     session_id = serializers.CharField(required=False, allow_blank=True, max_length=128)
     hot_restore = serializers.BooleanField(
         default=False, help_text="first turn of a resumed session: start with its last turns"
@@ -194,7 +197,7 @@ class ContextViewSet(TenantViewSet):
         block = context_cached(
             tenant=self.tenant,
             query=options.get("query") or None,
-            scope=options.get("scope") or None,
+            scope=scope_checked(options.get("scope")) or None,
             session_id=options.get("session_id") or None,
             hot_restore=options["hot_restore"],
             important=options["important"],
