@@ -35,7 +35,7 @@ from retrieval.context import IMPORTANT_SHARE, context_cached
 from retrieval.inputs import MAX_QUERY_CHARS
 from surfaces.base.auth import ApiKeyAuthentication
 from surfaces.base.errors import error_body
-from surfaces.base.strict import StrictSerializer
+from surfaces.base.strict import ScopeText, StrictSerializer
 from surfaces.base.viewsets import Need, TenantViewSet
 from tenants.errors import InvalidInput
 from tenants.inputs import SETTING_BOUNDS
@@ -66,7 +66,7 @@ class ProfileSettingsIn(StrictSerializer):
 
 
 class ProfileIn(StrictSerializer):
-    scope = serializers.CharField(
+    scope = ScopeText(
         required=False, allow_blank=True,
         help_text="the profile's scope (inside the key's scope limit); empty: the key's",
     )  # fmt: skip

@@ -14,7 +14,7 @@ from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from surfaces.api.facts import FactOut
-from surfaces.base.strict import StrictSerializer
+from surfaces.base.strict import ScopeText, StrictSerializer
 from surfaces.base.viewsets import Need, TenantViewSet
 from tenants.inputs import scope_checked
 
@@ -22,9 +22,7 @@ from tenants.inputs import scope_checked
 class RecallIn(StrictSerializer):
     query = serializers.CharField(max_length=MAX_QUERY_CHARS, help_text="what to remember")
     k = serializers.IntegerField(default=10, min_value=1, max_value=MAX_K)
-    scope = serializers.CharField(
-        required=False, allow_blank=True, help_text="only this scope and below"
-    )
+    scope = ScopeText(required=False, allow_blank=True, help_text="only this scope and below")
     kind = serializers.ChoiceField(choices=Kind.choices, required=False, allow_null=True)
     category = serializers.ChoiceField(choices=Category.choices, required=False, allow_null=True)
     min_trust = serializers.FloatField(
@@ -67,9 +65,7 @@ class ContextIn(StrictSerializer):
         required=False, allow_blank=True, max_length=MAX_QUERY_CHARS,
         help_text="the user's message; its recall results fill the last level",
     )  # fmt: skip
-    scope = serializers.CharField(
-        required=False, allow_blank=True, help_text="only this scope and below"
-    )
+    scope = ScopeText(required=False, allow_blank=True, help_text="only this scope and below")
     session_id = serializers.CharField(required=False, allow_blank=True, max_length=128)
     hot_restore = serializers.BooleanField(
         default=False, help_text="first turn of a resumed session: start with its last turns"
