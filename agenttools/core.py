@@ -22,6 +22,7 @@ from retrieval.inputs import recall_query
 from retrieval.search import RecallResult, recall_search
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import scope_outside
 from tenants.models import ApiKey, Tenant
 from tenants.scope import scope_within
 
@@ -82,7 +83,7 @@ def scope_of(binding: Binding, given: str | None) -> str:
     if not scope:
         return binding.scope
     if not scope_within(scope, binding.limit):
-        raise InvalidInput("scope", f"is outside this API key's scope {binding.limit!r}")
+        raise scope_outside(binding.limit)
     return scope
 
 

@@ -30,6 +30,7 @@ from facts.services import fact_add, fact_feedback, fact_remove, fact_update
 from retrieval.context import context_cached, retrievals_record
 from retrieval.latency import recall_latency_note
 from tenants.errors import InvalidInput, NotFound
+from tenants.inputs import scope_outside
 from tenants.scope import scope_within
 
 logger = logging.getLogger(__name__)
@@ -190,7 +191,7 @@ def _update(binding: Binding, args: inputs.Arguments) -> dict[str, Any]:
     if "scope" in changes:
         moved = clean_scope(changes["scope"])
         if not scope_within(moved, binding.limit):
-            raise InvalidInput("scope", f"is outside this API key's scope {binding.limit!r}")
+            raise scope_outside(binding.limit)
         changes["scope"] = moved
     fact = fact_update(
         tenant=binding.tenant,

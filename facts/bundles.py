@@ -5,12 +5,15 @@ A bundle is three files sharing a stem, in one folder:
 - `<stem>.idx`: JSON Lines, one entry per record: its number, type, id, offset and length in
   the data file, the CRC32 of its compressed bytes and a little metadata (scope, status);
 - `<stem>.manifest.json`: format and version, tenant, scope, embedding model, counts per record
-  type, and the size and SHA-256 of the other two files.
+  type, the size and SHA-256 of the other two files, and `checksum`: the SHA-256 of every other
+  field of the manifest (its canonical JSON), so no field of it can change unnoticed.
 
 Files are written under temporary names, fsynced, and renamed; the manifest goes last, so a
 bundle without a manifest is one that was never finished, and readers ignore it. Reading
-checks the manifest, then every record's position and CRC32 (naming the first bad record),
-then the files' SHA-256: a damaged bundle is refused before anything is read from it.
+checks the manifest (its fields' types and its checksum), then every record's position and
+CRC32 (naming the first bad record), then the files' SHA-256: a damaged bundle is refused before
+anything is read from it. Version 1 manifests (written before the manifest had its checksum)
+are read still, without one; a version 1 manifest that carries a checksum is refused.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ import hashlib
 import json
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 FORMAT = "mnemosyne-bundle"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: no manifest checksum
 RECORD_TYPES = ("fact", "entity", "fact_entity", "feedback", "event", "vector")
 _SUFFIXES = (".dat", ".idx", ".manifest.json")
 
@@ -45,6 +49,11 @@ class BundleRecord:
     id: int | str
     body: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
+    number: int = -1  # its place in the bundle, when read from one
+
+    @property
+    def label(self) -> str:
+        return _record_label(self.number, self.type, self.id)
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,11 @@ class Manifest:
     extra: dict[str, Any]
 
     def as_json(self) -> dict[str, Any]:
+        fields = self.fields()
+        return fields | {"checksum": manifest_checksum(fields)}
+
+    def fields(self) -> dict[str, Any]:
+        """Every field but the checksum, which covers them all."""
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -71,6 +85,12 @@ class Manifest:
             "files": self.files,
             "extra": self.extra,
         }
+
+
+def manifest_checksum(fields: dict[str, Any]) -> str:
+    """The SHA-256 of a manifest's fields (all but `checksum`), as canonical JSON."""
+    canonical = json.dumps(fields, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def bundle_paths(stem: Path) -> tuple[Path, Path, Path]:
@@ -97,6 +117,16 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json(text: str | bytes) -> Any:
+    """Strict JSON: NaN and Infinity, which Python's parser takes and PostgreSQL's refuses,
+    are refused."""
+    return json.loads(text, parse_constant=_refuse_constant)
 
 
 def _record_label(number: int, kind: str, ident: Any) -> str:
@@ -201,41 +231,57 @@ class _IndexEntry:
         return _record_label(self.number, self.type, self.id)
 
 
+def _typed(raw: dict[str, Any], name: str, kind: type, *, default: Any = None) -> Any:
+    """The manifest's field `name`, of type `kind` (missing: `default`, when there is one)."""
+    value = raw.get(name, default)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise BundleError(f"its field {name!r} is missing or not {kind.__name__}", "manifest")
+    return value
+
+
+def _file_entry(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    files = _typed(raw, "files", dict)
+    entry = files.get(name)
+    if not isinstance(entry, dict):
+        raise BundleError(f"its field 'files.{name}' is missing or not dict", "manifest")
+    checked = {key: _typed(entry, key, kind) for key, kind in (("name", str), ("size", int),
+                                                                ("sha256", str))}  # fmt: skip
+    return checked
+
+
 def _read_manifest(path: Path) -> Manifest:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = _json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BundleError(f"no manifest at {path}", "manifest") from None
     except (UnicodeDecodeError, ValueError) as error:
         raise BundleError(f"the manifest is not JSON ({error})", "manifest") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise BundleError(f"not a {FORMAT} manifest", "manifest")
-    if raw.get("version") != VERSION:
+    version = raw.get("version")
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise BundleError(
-            f"format version {raw.get('version')!r}; this Mnemosyne reads version {VERSION}",
+            f"format version {version!r}; this Mnemosyne reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}",
             "manifest",
         )
-    try:
-        manifest = Manifest(
-            tenant=str(raw["tenant"]),
-            scope=str(raw.get("scope") or ""),
-            model=str(raw.get("model") or ""),
-            purpose=str(raw.get("purpose") or "export"),
-            counts={str(k): int(v) for k, v in dict(raw["counts"]).items()},
-            created_at=str(raw.get("created_at") or ""),
-            files={
-                name: {
-                    "name": str(raw["files"][name]["name"]),
-                    "size": int(raw["files"][name]["size"]),
-                    "sha256": str(raw["files"][name]["sha256"]),
-                }
-                for name in ("data", "index")
-            },
-            extra=dict(raw.get("extra") or {}),
-        )
-    except (KeyError, TypeError, ValueError) as error:
-        raise BundleError(f"the manifest lacks or garbles {error}", "manifest") from None
-    return manifest
+    if version >= 2 or "checksum" in raw:
+        fields = {k: v for k, v in raw.items() if k != "checksum"}
+        if version < 2 or raw.get("checksum") != manifest_checksum(fields):
+            raise BundleError("its fields do not match its checksum", "manifest")
+    counts = _typed(raw, "counts", dict)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values()):
+        raise BundleError("its field 'counts' holds a count that is not a number", "manifest")
+    return Manifest(
+        tenant=_typed(raw, "tenant", str),
+        scope=_typed(raw, "scope", str, default=""),
+        model=_typed(raw, "model", str, default=""),
+        purpose=_typed(raw, "purpose", str, default="export"),
+        counts=counts,
+        created_at=_typed(raw, "created_at", str, default=""),
+        files={name: _file_entry(raw, name) for name in ("data", "index")},
+        extra=_typed(raw, "extra", dict, default={}),
+    )
 
 
 def _read_index(path: Path, manifest: Manifest) -> list[_IndexEntry]:
@@ -247,15 +293,21 @@ def _read_index(path: Path, manifest: Manifest) -> list[_IndexEntry]:
     entries: list[_IndexEntry] = []
     for number, line in enumerate(blob.splitlines()):
         try:
-            raw = json.loads(line)
+            raw = _json(line)
             entry = _IndexEntry(
                 number=int(raw["n"]), type=str(raw["type"]), id=raw["id"],
                 offset=int(raw["offset"]), length=int(raw["length"]), crc32=int(raw["crc32"]),
-                meta=dict(raw.get("meta") or {}),
+                meta=raw.get("meta") or {},
             )  # fmt: skip
         except (UnicodeDecodeError, ValueError, KeyError, TypeError):
             raise BundleError("its index entry is damaged", f"record {number}") from None
-        if entry.number != number or entry.type not in RECORD_TYPES:
+        if (
+            entry.number != number
+            or entry.type not in RECORD_TYPES
+            or not isinstance(entry.id, int | str)
+            or isinstance(entry.id, bool)
+            or not isinstance(entry.meta, dict)
+        ):
             raise BundleError("its index entry is damaged", f"record {number}")
         entries.append(entry)
     if len(blob) != expected["size"] or hashlib.sha256(blob).hexdigest() != expected["sha256"]:
@@ -288,7 +340,9 @@ class BundleReader:
                 if len(blob) != entry.length or zlib.crc32(blob) != entry.crc32:
                     raise BundleError("changed since it was verified", entry.label)
                 body = json.loads(zlib.decompress(blob))
-                yield BundleRecord(type=entry.type, id=entry.id, body=body, meta=entry.meta)
+                yield BundleRecord(
+                    type=entry.type, id=entry.id, body=body, meta=entry.meta, number=entry.number
+                )
 
     def ids(self, type: str) -> list[Any]:
         return [entry.id for entry in self.entries if entry.type == type]
@@ -303,8 +357,11 @@ def bundle_index_ids(path: Path | str, type: str) -> list[Any]:
     return [entry.id for entry in entries if entry.type == type]
 
 
-def bundle_open(path: Path | str) -> BundleReader:
-    """Open and verify a bundle; raise BundleError naming the first bad record."""
+def bundle_open(
+    path: Path | str, *, check: Callable[[BundleRecord], None] | None = None
+) -> BundleReader:
+    """Open and verify a bundle; raise BundleError naming the first bad record. `check` is
+    called with every record as it is verified (it raises BundleError to refuse one)."""
     stem = bundle_stem(path)
     data_path, index_path, manifest_path = bundle_paths(stem)
     manifest = _read_manifest(manifest_path)
@@ -327,9 +384,11 @@ def bundle_open(path: Path | str) -> BundleReader:
             if zlib.crc32(blob) != entry.crc32:
                 raise BundleError("its bytes fail their CRC32 checksum", entry.label)
             try:
-                json.loads(zlib.decompress(blob))
+                body = _json(zlib.decompress(blob))
             except (zlib.error, UnicodeDecodeError, ValueError):
                 raise BundleError("its bytes do not decompress to JSON", entry.label) from None
+            if check is not None:
+                check(BundleRecord(entry.type, entry.id, body, entry.meta, entry.number))
             digest.update(blob)
             position += entry.length
     expected = manifest.files["data"]

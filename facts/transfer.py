@@ -25,6 +25,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from facts.archive import fact_body
+from facts.bundle_checks import bundle_record_check
 from facts.bundles import BundleReader, BundleRecord, bundle_open, bundle_write
 from facts.embedding import tables_analyze_own_changes
 from facts.entities import entity_normalize as normalize_name
@@ -391,9 +392,16 @@ def tenant_import(
     Facts are written in rounds of IMPORT_BATCH, each a few bulk inserts."""
     from facts.services import _schedule_embedding, content_hash
 
-    reader = bundle_open(path)  # verifies everything before anything is added
+    embedder = configured_embedder()
+    model = embedder.name
+    served = (model, embedder.dimension)
+
+    def check(record: BundleRecord) -> None:
+        bundle_record_check(record, served=served)
+
+    # Verifies every checksum and every record's fields before anything is added.
+    reader = bundle_open(path, check=check)
     manifest = reader.manifest
-    model = configured_embedder().name
     same_model = manifest.model == model
     summary = ImportSummary(model=manifest.model, counts=manifest.counts)
     total = manifest.counts.get("fact", 0)
@@ -415,11 +423,7 @@ def tenant_import(
                     batch.vectors.append((record.id, record.body["embedding"]))
                 continue
             body = record.body
-            try:
-                body["content_hash"] = content_hash(body["content"])
-                _key(body)
-            except (KeyError, TypeError) as error:
-                raise InvalidInput("bundle", f"record of fact {record.id} lacks {error}") from None
+            body["content_hash"] = content_hash(body["content"])
             if len(batch.facts) >= IMPORT_BATCH:
                 write()
             batch.facts.append((record.id, body))

@@ -237,11 +237,14 @@ def _load_document(path: Path) -> Any:
     return document
 
 
+CONFIG_MODE = 0o600  # config.yaml holds the API key: its owner alone reads it
+
+
 def _write_document(path: Path, document: Any) -> None:
     """Write atomically (a crash leaves the old file or the new one, never half of one),
-    keeping the file's permissions."""
+    readable by its owner alone: it holds the API key."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    mode = CONFIG_MODE
     handle = tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", dir=path.parent, prefix=".config-", suffix=".yaml", delete=False
     )
@@ -288,6 +291,8 @@ def update_config(path: Path, changes: dict[str, Any]) -> dict[str, tuple[Any, A
         _prune_empty(document, ["plugins", NAME])
         _prune_empty(document, ["plugins"])
         _write_document(path, document)
+    elif path.exists() and path.stat().st_mode & 0o777 != CONFIG_MODE:
+        os.chmod(path, CONFIG_MODE)  # unchanged, but it holds the API key all the same
     return changed
 
 

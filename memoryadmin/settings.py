@@ -416,12 +416,34 @@ MNEMOSYNE_HEARTBEAT_STALE_SECONDS = env_int(
     "MNEMOSYNE_HEARTBEAT_STALE_SECONDS", MNEMOSYNE_HEARTBEAT_SECONDS * 4, minimum=1
 )
 
+# The cache counts the API's request rates and keeps the replica's read-your-writes positions.
+# Without CACHE_URL it is a table of the database (made by the migrations), so every web and
+# worker process shares it: a per-process cache would let each process grant an address its own
+# full rate. Context blocks (`blocks`) are keyed by the tenant's write generation, so a process
+# may keep its own: in its memory without CACHE_URL (a database round trip per prefetch would
+# cost more than it saves), in Redis with it.
+CACHE_TABLE = "mnemosyne_cache"
+_REDIS_CACHE = {
+    "BACKEND": "django.core.cache.backends.redis.RedisCache",
+    "LOCATION": env_str("CACHE_URL"),
+}
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}
+        _REDIS_CACHE
         if env_str("CACHE_URL")
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
-    )
+        else {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": CACHE_TABLE,
+            # Django's default (300 entries) would drop rate counts as soon as many addresses
+            # or keys are counted at once.
+            "OPTIONS": {"MAX_ENTRIES": 20000},
+        }
+    ),
+    "blocks": (
+        _REDIS_CACHE
+        if env_str("CACHE_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "blocks"}
+    ),
 }
 
 # MNEMOSYNE_LOG_FORMAT=json: one JSON object a line (time, level, logger, message, request_id,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -287,11 +287,11 @@ def context_cached(
         ]
         digest = hashlib.sha256(repr(keyed).encode()).hexdigest()[:32]
         key = f"mnemosyne:{tenant_id}:context:{generation}:{digest}"
-        block = cache.get(key)
+        block = caches["blocks"].get(key)
         hit = block is not None
         if block is None:
             block = context_build(tenant=tenant, **arguments)
-            cache.set(key, block, ttl)
+            caches["blocks"].set(key, block, ttl)
     retrievals_record(tenant=tenant, fact_ids=block.fact_ids)
     # What the agent waited for, cache hits included (the dashboard's latency chart).
     recall_latency_note(tenant=tenant, ms=(time.perf_counter() - started) * 1000)

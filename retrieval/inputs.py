@@ -18,7 +18,8 @@ from agentspec.limits import MAX_METADATA_FILTERS, MAX_SCOPE_CHARS, MAX_SCOPES
 from agentspec.limits import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from facts.models import Category, Kind
 from tenants.errors import InvalidInput
-from tenants.scope import current_scope_limit, scope_path, scope_within
+from tenants.inputs import scope_checked
+from tenants.scope import current_scope_limit, scope_within
 from tenants.validation import check_choice, check_storable
 
 CHANNELS = ("fts", "vec", "entity")
@@ -121,9 +122,7 @@ def _inside_limit(field: str, path: str) -> str:
 
 
 def _scope(scope: Any) -> str:
-    if scope is not None and not isinstance(scope, str):
-        raise InvalidInput("scope", "must be text like user:alice/project:beta")
-    path = scope_path(scope)
+    path = scope_checked(scope)
     return _inside_limit("scope", path) if path else ""  # none: the key's own limit applies
 
 
@@ -138,9 +137,10 @@ def scopes_checked(scopes: Any) -> tuple[str, ...]:
     paths = []
     for given in scopes:
         # Under a key's scope limit, "" is the limit itself (as where a fact is written).
-        path = scope_path(given) or current_scope_limit()
-        if len(path) > MAX_SCOPE_CHARS:
-            raise InvalidInput("scopes", f"a scope is longer than {MAX_SCOPE_CHARS} characters")
+        try:
+            path = scope_checked(given) or current_scope_limit()
+        except InvalidInput as problem:
+            raise InvalidInput("scopes", f"{given!r}: {problem.message}") from None
         if path not in paths:
             paths.append(_inside_limit("scopes", path))
     return tuple(paths)

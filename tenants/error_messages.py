@@ -152,7 +152,6 @@ TEMPLATES: tuple[str, ...] = (
         "segment %(segment)s is not type:name (e.g. user:alice/project:beta; the type is "
         "lowercase letters, digits, _ or -; the name has no spaces, '/' or ':')"
     ),
-    _noop("this API key may only use the scope %(scope)s and below"),
     _noop("type the tenant's short name, %(slug)s, to delete it"),
     _noop("unknown field (known: %(known)s)"),
     _noop("unknown setting (known: %(known)s)"),

@@ -241,8 +241,13 @@ def clean_scope(scope: Any) -> str:
     if limit and not path:
         return limit
     if not scope_within(path, limit):
-        raise InvalidInput("scope", f"this API key may only use the scope {limit} and below")
+        raise scope_outside(limit)
     return path
+
+
+def scope_outside(limit: str) -> InvalidInput:
+    """The one refusal of a scope outside a key's scope limit, on every surface."""
+    return InvalidInput("scope", f"is outside this API key's scope {limit!r}")
 
 
 def scope_checked(scope: Any) -> str:

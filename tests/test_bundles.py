@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from facts import services
-from facts.bundles import BundleError, bundle_open, bundle_paths
+from facts.bundles import BundleError, bundle_open, bundle_paths, manifest_checksum
 from facts.embedding import facts_embed_batch
 from facts.inputs import fact_draft
 from facts.models import Entity, Fact, FactEntity, FactVector, Feedback, Status
@@ -140,6 +140,8 @@ def test_a_scope_export_and_a_different_model_reembeds(filled, tenant, other_ten
     manifest_path = bundle_paths(stem)[2]
     manifest = json.loads(manifest_path.read_text())
     manifest["model"] = "some-other-model"
+    del manifest["checksum"]
+    manifest["checksum"] = manifest_checksum(manifest)  # the manifest's own fields, resealed
     manifest_path.write_text(json.dumps(manifest))
     result = tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
     assert (result.added, result.vectors_kept, result.to_embed) == (2, 0, 2)
@@ -175,7 +177,7 @@ def _damage(stem: Path, how: str) -> None:
     [
         ("truncated", r"record \d+ \((fact|vector) \d+\).*truncated"),
         ("flipped", r"record 3 \(\w+ \d+\).*CRC32"),
-        ("manifest", r"manifest: the index's record counts"),
+        ("manifest", r"manifest: its fields do not match its checksum"),
         ("version", r"manifest: format version 99"),
     ],
 )
@@ -374,3 +376,307 @@ def test_an_import_has_the_tables_it_made_stale_analysed(
     result = tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
     assert result.added >= 3 and result.to_embed == 0
     assert analysed() not in (None, before)
+
+
+# -- what an import validates: every record's fields, every manifest field ----------------------
+
+
+def _rewrite(stem: Path, out: Path, change) -> list:
+    """The bundle at `stem` written again at `out` with `change(records)` applied: its
+    checksums hold, so only the validation of the records' fields can refuse it."""
+    from facts.bundles import bundle_write
+
+    reader = bundle_open(stem)
+    records = [r.__class__(r.type, r.id, json.loads(json.dumps(r.body)), r.meta)
+               for r in reader.records()]  # fmt: skip
+    change(records)
+    bundle_write(stem=out, records=records, tenant="acme", model=reader.manifest.model)
+    return records
+
+
+def _first(records: list, type: str) -> int:
+    return next(i for i, r in enumerate(records) if r.type == type)
+
+
+WRONG_FIELDS = [
+    ("fact", "trust_score", "high", "must be a number"),
+    ("fact", "trust_score", 1.5, "must be a number from 0 to 1"),
+    ("fact", "trust_score", True, "must be a number"),
+    ("fact", "content", 42, "must be text"),
+    ("fact", "content", "  ", "must not be empty"),
+    ("fact", "kind", "memo", "must be one of fact, turn"),
+    ("fact", "scope", ["user:alice"], "must be text"),
+    ("fact", "scope", "x" * 256, "at most 255 characters"),
+    ("fact", "position", "3", "must be a whole number"),
+    ("fact", "category", 7, "must be one of"),
+    ("fact", "tags", "tea", "must be a list of tags"),
+    ("fact", "tags", [1, 2], "must be a list of tags"),
+    ("fact", "metadata", [], "must be an object"),
+    ("fact", "helpful_count", -1, "must be a whole number"),
+    ("fact", "retrieval_count", 2**40, "must be a whole number"),
+    ("fact", "mention_count", 1.5, "must be a whole number"),
+    ("fact", "importance", "very", "must be a number"),
+    ("fact", "pinned", "yes", "must be true or false"),
+    ("fact", "status", None, "must be text"),
+    ("fact", "created_by", {"user": 1}, "must be text"),
+    ("fact", "created_at", "yesterday", "ISO 8601"),
+    ("fact", "created_at", "2024-01-01T10:00:00", "ISO 8601"),  # no offset
+    ("fact", "last_retrieved_at", 1700000000, "ISO 8601"),
+    ("fact", "entities", [[1]], r"\[entity id, role\]"),
+    ("fact", "entities", [[1, "owner"]], r"\[entity id, role\]"),
+    ("fact", "feedback", [{"helpful": "yes", "actor": "job:x"}], r"\[0\]\.helpful: must be"),
+    ("fact", "history", [{"action": "boom", "actor": "job:x"}], r"\[0\]\.action: must be one"),
+    ("fact", "speaker", "Carol\x00", "NUL character"),
+    ("fact", "content", None, "must be text"),
+    ("entity", "name", None, "must be text"),
+    ("entity", "name", "", "must not be empty"),
+    ("entity", "type", "animal", "must be one of"),
+    ("entity", "aliases", [None], "must be a list of names"),
+    ("vector", "embedding", ["0.1"], "must be a list of numbers"),
+    ("vector", "embedding", [0.1, 0.2], "must have"),
+    ("vector", "model", 3, "must be text"),
+]
+
+
+@pytest.mark.parametrize(("type", "name", "value", "said"), WRONG_FIELDS)
+def test_a_wrongly_typed_field_is_refused_naming_record_and_field(
+    filled, tenant, other_tenant, tmp_path, type, name, value, said
+) -> None:
+    stem = tmp_path / "acme"
+    tenant_export(tenant=tenant, out=stem, actor=ACTOR)
+    number = {}
+
+    def change(records: list) -> None:
+        number["n"] = _first(records, type)
+        records[number["n"]].body[name] = value
+
+    records = _rewrite(stem, tmp_path / "bad", change)
+    record = records[number["n"]]
+    label = rf"record {number['n']} \({type} {record.id}\): {name}"
+    with pytest.raises(BundleError, match=rf"{label}.*{said}"):
+        tenant_import(tenant=other_tenant, path=tmp_path / "bad", actor=ACTOR)
+    assert _counts(other_tenant) == dict.fromkeys(_counts(other_tenant), 0)
+
+
+def test_a_missing_field_and_a_body_that_is_no_object_are_refused(
+    filled, tenant, other_tenant, tmp_path
+) -> None:
+    stem = tmp_path / "acme"
+    tenant_export(tenant=tenant, out=stem, actor=ACTOR)
+    _rewrite(stem, tmp_path / "lacking", lambda rs: rs[_first(rs, "fact")].body.pop("kind"))
+    with pytest.raises(BundleError, match=r"record \d+ \(fact \d+\): kind: is missing"):
+        tenant_import(tenant=other_tenant, path=tmp_path / "lacking", actor=ACTOR)
+
+    def listed(records: list) -> None:
+        n = _first(records, "entity")
+        records[n] = records[n].__class__("entity", records[n].id, ["Alice"])  # type: ignore[arg-type]
+
+    _rewrite(stem, tmp_path / "listed", listed)
+    with pytest.raises(BundleError, match=r"record 0 \(entity \d+\): its body is not an object"):
+        tenant_import(tenant=other_tenant, path=tmp_path / "listed", actor=ACTOR)
+    assert _counts(other_tenant) == dict.fromkeys(_counts(other_tenant), 0)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("tenant", "globex"), ("scope", "user:bob"), ("purpose", "archive"),
+     ("created_at", "2020-01-01T00:00:00+00:00"), ("extra", {"since": None, "x": 1}),
+     ("model", "some-other-model"), ("counts", {"fact": 4})],
+)  # fmt: skip
+def test_every_manifest_field_is_covered_by_its_checksum(
+    filled, tenant, other_tenant, tmp_path, field, value
+) -> None:
+    stem = tmp_path / "acme"
+    tenant_export(tenant=tenant, out=stem, actor=ACTOR)
+    path = bundle_paths(stem)[2]
+    manifest = json.loads(path.read_text())
+    assert set(manifest) == {"format", "version", "tenant", "scope", "model", "purpose", "counts",
+                             "created_at", "files", "extra", "checksum"}  # fmt: skip
+    manifest[field] = value
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="manifest: its fields do not match its checksum"):
+        tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
+    assert _counts(other_tenant)["facts"] == 0
+
+
+def test_a_version_1_bundle_is_read_without_a_checksum_and_refused_with_one(
+    filled, tenant, other_tenant, tmp_path
+) -> None:
+    """Bundles written before the manifest had its checksum (retention's archives among them)
+    are read still; a version 1 manifest that carries a checksum is not one of them."""
+    stem = tmp_path / "acme"
+    tenant_export(tenant=tenant, out=stem, actor=ACTOR)
+    path = bundle_paths(stem)[2]
+    manifest = json.loads(path.read_text())
+    path.write_text(json.dumps(manifest | {"version": 1}))
+    with pytest.raises(BundleError, match="manifest: its fields do not match its checksum"):
+        tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
+    del manifest["checksum"]
+    path.write_text(json.dumps(manifest | {"version": 1}))
+    assert tenant_import(tenant=other_tenant, path=stem, actor=ACTOR).added == 4
+    path.write_text(json.dumps(manifest | {"version": 1, "tenant": 7}))
+    with pytest.raises(BundleError, match="manifest: its field 'tenant' is missing or not str"):
+        tenant_import(tenant=other_tenant, path=stem, actor=ACTOR)
+
+
+def test_nan_in_a_record_is_refused_as_json(filled, tenant, other_tenant, tmp_path) -> None:
+    stem = tmp_path / "acme"
+    tenant_export(tenant=tenant, out=stem, actor=ACTOR)
+    _rewrite(stem, tmp_path / "nan", lambda rs: rs[_first(rs, "fact")].body.update(
+        metadata={"score": float("nan")}))  # fmt: skip
+    with pytest.raises(BundleError, match=r"record \d+ \(fact \d+\): its bytes do not decompress"):
+        tenant_import(tenant=other_tenant, path=tmp_path / "nan", actor=ACTOR)
+    assert _counts(other_tenant)["facts"] == 0
+
+
+def test_the_api_answers_a_wrongly_typed_field_with_400_naming_it(
+    filled, tenant, other_tenant, outsider, tmp_path
+) -> None:
+    from facts.transfer import bundle_tar_stream
+    from tests.api_fixtures import signed_in
+
+    stem = tmp_path / "acme"
+    tenant_export(tenant=tenant, out=stem, actor=ACTOR)
+    records = _rewrite(
+        stem, tmp_path / "bad", lambda rs: rs[_first(rs, "fact")].body.update(trust_score="high")
+    )
+    n = _first(records, "fact")
+    blob = b"".join(bundle_tar_stream(tmp_path / "bad"))
+    answer = signed_in(outsider).post(
+        "/api/v1/tenants/globex/bundle/import", data=blob, content_type="application/x-tar"
+    )
+    assert answer.status_code == 400, answer.content
+    assert answer.json()["field"] == "bundle"
+    assert (
+        f"record {n} (fact {records[n].id}): trust_score: must be a number"
+        in (answer.json()["message"])
+    )
+    assert "nothing imported" in answer.json()["message"]
+    assert _counts(other_tenant)["facts"] == 0
+
+
+# Fields that may be null; a corruption to null is no corruption of them.
+NULLABLE = {"position", "last_retrieved_at", "archived_at", "created_at", "updated_at", "type",
+            "aliases"}  # fmt: skip
+# Read by no one: the content hash is computed again from the content, the id is the index's.
+UNREAD = {"content_hash", "id"}
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(
+        st.none(), st.booleans(), st.integers(-(2**40), 2**40),
+        st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6),
+    )  # fmt: skip
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+        max_leaves=6,
+    )  # fmt: skip
+
+
+def _json_kind(value) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+def _wrongly_typed(original, value, name: str) -> bool:
+    """A value of another JSON type than the field's (numbers are one type; null only where
+    the field cannot be null)."""
+    if value is None and name in NULLABLE:
+        return False
+    return _json_kind(value) != _json_kind(original)
+
+
+@pytest.mark.slow
+def test_any_corruption_of_a_valid_bundle_is_refused_with_400_and_nothing_written(
+    filled, tenant, other_tenant, outsider, tmp_path
+) -> None:
+    """Random corruptions of a valid bundle: a byte of one of its files flipped, a file cut
+    short or lengthened, a record's field given a value of another type (the checksums made
+    to hold), a manifest field changed. Each is answered 400 by the import endpoint, and the
+    tenant holds what it held before."""
+    import shutil
+
+    from hypothesis import HealthCheck, assume, given, settings
+    from hypothesis import strategies as st
+
+    from facts.models import FactEvent
+    from facts.transfer import bundle_tar_stream
+    from tests.api_fixtures import signed_in
+
+    stem = tmp_path / "acme"
+    tenant_export(tenant=tenant, out=stem, actor=ACTOR)
+    records = list(bundle_open(stem).records())
+    fields = sorted({(i, name) for i, r in enumerate(records) for name in r.body
+                     if name not in UNREAD and r.type in ("fact", "entity", "vector")})  # fmt: skip
+    client = signed_in(outsider)
+
+    def held() -> tuple:
+        with tenant_scope(other_tenant):
+            return tuple(_counts(other_tenant).values()), FactEvent.objects.for_tenant(
+                other_tenant
+            ).count()
+
+    before = held()
+    files = st.sampled_from(range(3))
+    corruption = st.one_of(
+        st.tuples(st.just("flip"), files, st.floats(0, 1, exclude_max=True),
+                  st.integers(1, 255)),
+        st.tuples(st.just("cut"), files, st.floats(0, 1, exclude_max=True)),
+        st.tuples(st.just("append"), files, st.binary(min_size=1, max_size=16)),
+        st.tuples(st.just("field"), st.sampled_from(fields), _json_values()),
+        st.tuples(st.just("manifest"), st.sampled_from(
+            ["tenant", "scope", "model", "purpose", "counts", "created_at", "files", "extra",
+             "version", "format", "checksum"]), _json_values()),
+    )  # fmt: skip
+    rounds = iter(range(10_000))
+
+    @settings(max_examples=60, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+    @given(corruption)
+    def refused(how: tuple) -> None:
+        work = tmp_path / f"round{next(rounds)}"
+        work.mkdir()
+        copy = work / "bundle"
+        for source, target in zip(bundle_paths(stem), bundle_paths(copy), strict=True):
+            shutil.copy(source, target)
+        paths = bundle_paths(copy)
+        if how[0] in ("flip", "cut", "append"):
+            path = paths[how[1]]
+            blob = bytearray(path.read_bytes())
+            if how[0] == "flip":
+                blob[int(how[2] * len(blob))] ^= how[3]
+            elif how[0] == "cut":
+                blob = blob[: int(how[2] * len(blob))]
+            else:
+                blob += how[2]
+            if how[1] == 2:  # the manifest: only a change of what it says is a corruption
+                try:
+                    assume(json.loads(bytes(blob)) != json.loads(path.read_bytes()))
+                except ValueError:
+                    pass
+            path.write_bytes(bytes(blob))
+        elif how[0] == "field":
+            (number, name), value = how[1], how[2]
+            assume(_wrongly_typed(records[number].body[name], value, name))
+            _rewrite(stem, copy, lambda rs: rs[number].body.__setitem__(name, value))
+        else:
+            manifest = json.loads(paths[2].read_text())
+            assume(manifest[how[1]] != how[2])
+            manifest[how[1]] = how[2]
+            paths[2].write_text(json.dumps(manifest))
+        blob = b"".join(bundle_tar_stream(copy))
+        answer = client.post(
+            "/api/v1/tenants/globex/bundle/import", data=blob, content_type="application/x-tar"
+        )
+        assert answer.status_code == 400, (how, answer.content)
+        assert answer.json()["field"] == "bundle"
+        assert held() == before
+
+    refused()

@@ -361,3 +361,44 @@ def test_the_profile_is_chosen_by_the_environment() -> None:
     env = child_env() | {"MNEMOSYNE_PROFILE": "prod"}
     bad = subprocess.run([PYTHON, "-c", script], cwd=REPO, env=env, capture_output=True, text=True)
     assert bad.returncode != 0 and "MNEMOSYNE_PROFILE='prod'" in bad.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_address_limit_is_one_count_for_every_process_without_cache_url(settings) -> None:
+    """Without CACHE_URL the cache is a table of the database (made by the migrations): what one
+    process counted for an address, another process refuses it for."""
+    import subprocess
+
+    from django.db import connection
+
+    from tests.helpers import PYTHON, REPO, child_env, database_url
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache",
+                                   "LOCATION": "mnemosyne_cache"}}  # fmt: skip
+    settings.MNEMOSYNE_API_RATES = {"key": None, "user": None, "anon": "5/minute"}
+    script = (
+        "import django; django.setup()\n"
+        "from django.conf import settings\n"
+        "from django.test import RequestFactory\n"
+        "from surfaces.base.throttling import charge_address\n"
+        "print(settings.CACHES['default']['BACKEND'])\n"
+        "for _ in range(5):\n"
+        "    charge_address(RequestFactory().get('/', REMOTE_ADDR='198.51.100.77'))\n"
+    )
+    done = subprocess.run(
+        [PYTHON, "-c", script],
+        env=child_env(DJANGO_SETTINGS_MODULE="memoryadmin.settings", CACHE_URL=None,
+                      DATABASE_URL=database_url(connection.settings_dict),
+                      MNEMOSYNE_API_RATE_ANON="5/minute"),
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "django.core.cache.backends.db.DatabaseCache"
+    client = Client()
+    try:
+        assert client.get("/api/v1/facts", REMOTE_ADDR="198.51.100.77").status_code == 429
+        assert client.get("/api/v1/facts", REMOTE_ADDR="198.51.100.78").status_code == 401
+    finally:
+        from django.core.cache import cache
+
+        cache.clear()  # the table outlives the test's flush

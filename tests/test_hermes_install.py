@@ -57,6 +57,7 @@ def home(tmp_path: Path) -> Path:
     home = tmp_path / "hermes"
     home.mkdir()
     (home / "config.yaml").write_text(USERS_CONFIG)
+    (home / "config.yaml").chmod(0o644)  # as an editor leaves it
     return home
 
 
@@ -92,10 +93,14 @@ def test_install_connects_the_profile_and_keeps_the_users_settings(
         "previous_provider": "holographic",
     }
 
+    assert (home / "config.yaml").stat().st_mode & 0o777 == 0o600  # it holds the API key
+
+    (home / "config.yaml").chmod(0o644)
     again = _mnemosyne("install", "--hermes-home", str(home), "--url", url, "--api-key", key)
     assert again.returncode == 0, again.stderr
     assert "memory.provider is mnemosyne already" in again.stdout
     assert "was up to date" in again.stdout
+    assert (home / "config.yaml").stat().st_mode & 0o777 == 0o600  # unchanged, yet closed
 
     gone = _mnemosyne("uninstall", "--hermes-home", str(home))
     assert gone.returncode == 0, gone.stderr

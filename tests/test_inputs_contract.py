@@ -420,3 +420,121 @@ def test_a_good_graph_read_answers_on_every_surface(tenant, owner, write_key, al
     client.force_login(owner)
     page = client.get(f"/t/{tenant.slug}/entities/reason/", {"names": "Alice"})
     assert page.status_code == 200 and "Alice owns Atlas." in page.content.decode()
+
+
+# -- scopes: the same words on every surface ------------------------------------------------------
+
+BAD_SCOPES = [
+    pytest.param("user dana", id="not type:name"),
+    pytest.param("user:" + "a" * 300, id="too long"),
+    pytest.param("user:dana/Project:x", id="an uppercase type"),
+]
+
+
+def _scope_refusal(scope: str) -> str:
+    """What every surface says of `scope` (InvalidInput's message, the field not in it)."""
+    from tenants.errors import InvalidInput
+    from tenants.inputs import scope_checked
+
+    with pytest.raises(InvalidInput) as refused:
+        scope_checked(scope)
+    assert refused.value.field == "scope"
+    return refused.value.message
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope", BAD_SCOPES)
+def test_the_rest_routes_refuse_a_bad_scope_in_the_same_words(tenant, write_key, scope) -> None:
+    said = _scope_refusal(scope)
+    client = bearer(write_key)
+    answers = {
+        "store": client.post("/api/v1/facts", {**GOOD, "scope": scope}, format="json"),
+        "list": client.get("/api/v1/facts", {"scope": scope}),
+        "recall": client.post("/api/v1/recall", {"query": "tea", "scope": scope}, format="json"),
+        "context": client.post("/api/v1/context", {"query": "tea", "scope": scope},
+                               format="json"),  # fmt: skip
+        "prefetch": client.post("/api/v1/agent/prefetch", {"query": "tea", "scope": scope},
+                                format="json"),
+    }  # fmt: skip
+    for route, answer in answers.items():
+        assert answer.status_code == 400, (route, answer.content)
+        body = answer.json()
+        assert (body["field"], body["message"]) == ("scope", said), (route, body)
+    assert _stored(tenant) == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope", BAD_SCOPES)
+def test_the_agent_tools_refuse_a_bad_scope_in_the_same_words(tenant, write_key, scope) -> None:
+    said = _scope_refusal(scope)
+    for arguments in (
+        {"action": "add", **GOOD, "scope": scope},
+        {"action": "search", "query": "tea", "scope": scope},
+        {"action": "list", "scope": scope},
+    ):
+        answer = bearer(write_key).post(
+            "/api/v1/agent/tools/fact_store", {"arguments": arguments}, format="json"
+        )
+        assert answer.status_code == 400, (arguments["action"], answer.content)
+        assert answer.json()["error"] == f"scope: {said}", answer.json()
+    assert _stored(tenant) == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope", BAD_SCOPES)
+def test_the_pages_refuse_a_bad_scope_in_the_same_words(tenant, owner, scope) -> None:
+    said = _scope_refusal(scope)
+    client = Client()
+    client.force_login(owner)
+    answers = {
+        "new fact": client.post(f"/t/{tenant.slug}/facts/new/", {**GOOD, "scope": scope}),
+        "browser": client.get(f"/t/{tenant.slug}/facts/", {"scope": scope}),
+        "recall": client.get(f"/t/{tenant.slug}/recall/", {"q": "tea", "scope": scope}),
+        "hermes": client.get(f"/t/{tenant.slug}/connect/", {"scope": scope}),
+    }
+    for page, answer in answers.items():
+        assert answer.status_code in (200, 400), (page, answer.status_code)
+        assert answer.context["form"].errors.get("scope") == [said], page
+    assert _stored(tenant) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_mcp_tools_refuse_a_bad_scope_in_the_same_words(live_server, mcp_team) -> None:
+    scopes = [p.values[0] for p in BAD_SCOPES]
+    calls = [("memory_store", {**GOOD}), ("memory_search", {"query": "tea"}),
+             ("memory_context", {"task": "tea"}), ("memory_recent", {})]  # fmt: skip
+
+    async def call_each() -> list[dict[str, Any]]:
+        async with http_session(live_server.url, mcp_team.write) as session:
+            return [
+                payload(await session.call_tool(tool, {**arguments, "scope": scope}))
+                for scope in scopes
+                for tool, arguments in calls
+            ]
+
+    answers = iter(run(call_each))
+    for scope in scopes:
+        said = _scope_refusal(scope)
+        for tool, _arguments in calls:
+            assert next(answers).get("error") == f"scope: {said}", tool
+    assert _stored(mcp_team.tenant) == 0
+
+
+@pytest.mark.django_db
+def test_a_scope_outside_the_keys_is_refused_in_the_same_words(tenant, system_actor) -> None:
+    """A key limited to team:a: storing elsewhere, through REST or its agent tool, is refused
+    with one sentence."""
+    from tenants.services import apikey_create
+
+    token = apikey_create(tenant=tenant, name="team-a", actor=system_actor,
+                          scope_prefix="team:a").token  # fmt: skip
+    said = "is outside this API key's scope 'team:a'"
+    rest = bearer(token).post("/api/v1/facts", {**GOOD, "scope": "team:b"}, format="json")
+    assert rest.status_code == 400 and rest.json()["message"] == said, rest.content
+    tool = bearer(token).post(
+        "/api/v1/agent/tools/fact_store",
+        {"arguments": {"action": "add", **GOOD, "scope": "team:b"}},
+        format="json",
+    )
+    assert tool.status_code == 400 and tool.json()["error"] == f"scope: {said}", tool.content
+    assert _stored(tenant) == 0

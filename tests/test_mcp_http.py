@@ -415,9 +415,6 @@ def test_a_key_limited_to_a_scope_reads_and_writes_only_there_over_http(
     assert [row["fact_id"] for row in got["found"]["results"]] == [inside.pk]
     assert got["stored"]["scope"] == "team:a"
     assert got["outside"].isError
-    assert (
-        payload(got["outside"])["error"]
-        == "scope: this API key may only use the scope team:a and below"
-    )
+    assert payload(got["outside"])["error"] == "scope: is outside this API key's scope 'team:a'"
     assert got["rate"].isError
     assert payload(got["rate"])["error"] == f"fact_id: fact {sibling.pk} not found"

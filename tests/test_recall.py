@@ -7,7 +7,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -493,7 +493,7 @@ def test_context_levels_are_deduplicated_and_fit_the_budget(tenant, system_actor
 
 
 def test_the_prefetch_cache_is_invalidated_by_any_write(tenant, system_actor) -> None:
-    cache.clear()
+    caches["blocks"].clear()
     _store(tenant, system_actor, embed=False)
     first = context_cached(tenant=tenant, query="who likes tea?")
     assert context_cached(tenant=tenant, query="who likes tea?").text == first.text

@@ -37,7 +37,7 @@ from retrieval.context import IMPORTANT_SHARE, context_cached
 from retrieval.inputs import MAX_QUERY_CHARS
 from surfaces.base.auth import ApiKeyAuthentication
 from surfaces.base.errors import error_body
-from surfaces.base.strict import StrictSerializer
+from surfaces.base.strict import ScopeText, StrictSerializer
 from surfaces.base.viewsets import Need, TenantViewSet
 from tenants.errors import InvalidInput
 from tenants.inputs import SETTING_BOUNDS
@@ -68,8 +68,8 @@ class ProfileSettingsIn(StrictSerializer):
 
 
 class ProfileIn(StrictSerializer):
-    scope = serializers.CharField(
-        required=False, allow_blank=True, max_length=fact_inputs.MAX_SCOPE_CHARS,
+    scope = ScopeText(
+        required=False, allow_blank=True,
         help_text="the profile's scope (inside the key's scope limit); empty: the key's",
     )  # fmt: skip
     read_scopes = serializers.ListField(

@@ -32,9 +32,10 @@ from facts.selectors.facts import fact_entities, fact_get, fact_history, fact_li
 from facts.selectors.paging import MAX_CURSOR_CHARS, MAX_PAGE
 from surfaces.base.downloads import bundle_download, download
 from surfaces.base.parsers import JSONLinesParser, JSONLParser, TarParser
-from surfaces.base.strict import StrictSerializer, validated
+from surfaces.base.strict import ScopeText, StrictSerializer, validated
 from surfaces.base.viewsets import Need, TenantViewSet, page
 from tenants.errors import InvalidInput
+from tenants.inputs import scope_checked
 from tenants.services import audit_export_record
 
 _ALL = "all"
@@ -102,11 +103,7 @@ class FactPageOut(serializers.Serializer):
 
 
 class FactListQuery(StrictSerializer):
-    scope = serializers.CharField(
-        required=False,
-        max_length=inputs.MAX_SCOPE_CHARS,
-        help_text="this scope and everything under it",
-    )
+    scope = ScopeText(required=False, help_text="this scope and everything under it")
     kind = serializers.ChoiceField(choices=Kind.choices, required=False)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     status = serializers.ChoiceField(
@@ -133,9 +130,7 @@ class PageQuery(StrictSerializer):
 class FactCreateIn(StrictSerializer):
     content = serializers.CharField(max_length=inputs.MAX_CONTENT_CHARS, trim_whitespace=True)
     kind = serializers.ChoiceField(choices=Kind.choices, default=Kind.FACT)
-    scope = serializers.CharField(
-        required=False, allow_blank=True, max_length=inputs.MAX_SCOPE_CHARS
-    )
+    scope = ScopeText(required=False, allow_blank=True)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     tags = serializers.ListField(
         child=serializers.CharField(max_length=inputs.MAX_TAG_CHARS),
@@ -185,9 +180,7 @@ class FactUpdateIn(StrictSerializer):
         required=False,
         max_length=inputs.MAX_TAGS,
     )
-    scope = serializers.CharField(
-        required=False, allow_blank=True, max_length=inputs.MAX_SCOPE_CHARS
-    )
+    scope = ScopeText(required=False, allow_blank=True)
     trust_delta = serializers.FloatField(
         required=False, min_value=-1, max_value=1, help_text="added to trust, clamped to [0, 1]"
     )
@@ -405,7 +398,7 @@ class FactViewSet(TenantViewSet):
         query = validated(FactListQuery, request.query_params)
         result = fact_list(
             tenant=self.tenant,
-            scope_prefix=query.get("scope"),
+            scope_prefix=scope_checked(query.get("scope")) or None,
             category=query.get("category"),
             kind=query.get("kind"),
             status=_status(query["status"]),
@@ -638,9 +631,7 @@ class FactImportViewSet(TenantViewSet):
 
 
 class BundleExportQuery(StrictSerializer):
-    scope = serializers.CharField(
-        required=False, max_length=inputs.MAX_SCOPE_CHARS, help_text="only this scope"
-    )
+    scope = ScopeText(required=False, help_text="only this scope")
     since = serializers.DateTimeField(required=False, help_text="only facts changed since")
 
 
@@ -688,7 +679,7 @@ class BundleViewSet(TenantViewSet):
         return bundle_download(
             tenant=self.tenant,
             actor=self.actor,
-            scope=query.get("scope"),
+            scope=scope_checked(query.get("scope")) or None,
             since=query.get("since"),
         )
 

@@ -22,17 +22,16 @@ from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, recall_query, sco
 from retrieval.latency import recall_latency_note
 from retrieval.search import recall_search
 from surfaces.api.facts import FactOut
-from surfaces.base.strict import StrictSerializer
+from surfaces.base.strict import ScopeText, StrictSerializer
 from surfaces.base.viewsets import Need, TenantViewSet
 from tenants.errors import InvalidInput
+from tenants.inputs import scope_checked
 
 
 class RecallIn(StrictSerializer):
     query = serializers.CharField(max_length=MAX_QUERY_CHARS, help_text="what to remember")
     k = serializers.IntegerField(default=10, min_value=1, max_value=MAX_K)
-    scope = serializers.CharField(
-        required=False, allow_blank=True, max_length=255, help_text="only this scope and below"
-    )
+    scope = ScopeText(required=False, allow_blank=True, help_text="only this scope and below")
     kind = serializers.ChoiceField(choices=Kind.choices, required=False, allow_null=True)
     category = serializers.ChoiceField(choices=Category.choices, required=False, allow_null=True)
     min_trust = serializers.FloatField(
@@ -125,7 +124,7 @@ class ContextIn(StrictSerializer):
         required=False, allow_blank=True, max_length=MAX_QUERY_CHARS,
         help_text="the user's message; its recall results fill the last level",
     )  # fmt: skip
-    scope = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    scope = ScopeText(required=False, allow_blank=True, help_text="only this scope and below")
     scopes = serializers.ListField(
         child=serializers.CharField(allow_blank=True, max_length=MAX_SCOPE_CHARS),
         required=False, max_length=MAX_SCOPES,
@@ -273,7 +272,7 @@ class ContextViewSet(TenantViewSet):
         block = context_cached(
             tenant=self.tenant,
             query=options.get("query") or None,
-            scope=options.get("scope") or None,
+            scope=scope_checked(options.get("scope")) or None,
             scopes=scopes,
             session_id=options.get("session_id") or None,
             hot_restore=options["hot_restore"],

@@ -7,6 +7,7 @@ from typing import TypeVar
 from django import forms
 
 from tenants.errors import InvalidInput
+from tenants.inputs import scope_checked
 
 
 def apply_errors(
@@ -19,6 +20,17 @@ def apply_errors(
         form.add_error(name, error.message)
     else:
         form.add_error(None, f"{error.field}: {error.message}")
+
+
+class ScopeField(forms.CharField):
+    """A scope path, checked by `tenants.inputs.scope_checked`: a bad one gets the words every
+    other surface answers with (its length too: no `max_length` of its own)."""
+
+    def clean(self, value: object) -> str:
+        try:
+            return scope_checked(super().clean(value))
+        except InvalidInput as error:
+            raise forms.ValidationError(error.message) from None
 
 
 class DateInput(forms.DateInput):

@@ -20,8 +20,11 @@ from typing import Any
 
 from django.http import QueryDict
 from django.utils.translation import gettext as _
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
+
+from agentspec.limits import MAX_SCOPE_CHARS
 
 
 def _json_type_error(field: serializers.Field, value: Any) -> str | None:
@@ -132,3 +135,10 @@ def validated(
     serializer = serializer_class(data=data, **kwargs)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+@extend_schema_field({"type": "string", "maxLength": MAX_SCOPE_CHARS})
+class ScopeText(serializers.CharField):
+    """A scope as the request sends it: text, checked afterwards by `scope_checked` (through
+    the inputs every surface uses), so that a bad one is refused in the same words everywhere.
+    Its length limit is stated in the schema, not enforced here in DRF's own words."""

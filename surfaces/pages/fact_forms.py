@@ -13,7 +13,6 @@ from facts.inputs import (
     MAX_CONTENT_CHARS,
     MAX_ID,
     MAX_PURGE_REASON_CHARS,
-    MAX_SCOPE_CHARS,
     FactChanges,
     FactDraft,
     clean_category,
@@ -23,7 +22,7 @@ from facts.inputs import (
 )
 from facts.models import Category, EntityType, Kind, Status
 from facts.selectors.audit import audit_actions
-from surfaces.base.forms import DateInput, apply_errors
+from surfaces.base.forms import DateInput, ScopeField, apply_errors
 from surfaces.base.terms import term_choices
 from tenants.errors import InvalidInput
 
@@ -53,7 +52,7 @@ class FactFilterForm(forms.Form):
             attrs={"type": "search", "class": "wide", "placeholder": _("Ask as an agent would")}
         ),
     )
-    scope = forms.CharField(label=_("Scope"), required=False, max_length=255)
+    scope = ScopeField(label=_("Scope"), required=False)
     kind = forms.ChoiceField(
         label=_("Kind"), required=False, choices=_blank(term_choices(Kind.values), _("any"))
     )
@@ -97,10 +96,9 @@ class FactAddForm(forms.Form):
     content = forms.CharField(
         label=_("Content"), max_length=MAX_CONTENT_CHARS, widget=forms.Textarea(attrs={"rows": 4})
     )
-    scope = forms.CharField(
+    scope = ScopeField(
         label=_("Scope"),
         required=False,
-        max_length=MAX_SCOPE_CHARS,
         help_text=_("type:name segments, e.g. user:alice/project:beta; empty: the whole tenant"),
     )
     category = forms.ChoiceField(

@@ -14,7 +14,7 @@ from retrieval import explain
 from retrieval.context import context_build
 from retrieval.inputs import CHANNELS, MAX_K, MAX_QUERY_CHARS, RecallQuery, recall_query
 from retrieval.search import recall_search
-from surfaces.base.forms import query_form
+from surfaces.base.forms import ScopeField, query_form
 from surfaces.base.pages import TenantPage, tenant_page
 from surfaces.base.terms import term_choices
 
@@ -35,7 +35,7 @@ class RecallForm(forms.Form):
     k = forms.IntegerField(
         label=gettext_lazy("How many"), min_value=1, max_value=MAX_K, initial=10, required=False
     )
-    scope = forms.CharField(label=gettext_lazy("Scope"), required=False, max_length=255)
+    scope = ScopeField(label=gettext_lazy("Scope"), required=False)
     kind = forms.ChoiceField(
         label=gettext_lazy("Kind"),
         required=False,

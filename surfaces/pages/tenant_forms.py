@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from surfaces.base.forms import ScopeField
 from tenants.inputs import API_KEY_SCOPES, retention_range
 from tenants.models import Role
 
@@ -77,10 +78,9 @@ class ApiKeyForm(forms.Form):
 
 class HermesForm(forms.Form):
     key = forms.TypedChoiceField(label=_("API key"), coerce=int, required=False, empty_value=None)
-    scope = forms.CharField(
+    scope = ScopeField(
         label=_("Default scope"),
         required=False,
-        max_length=255,
         help_text=_("What this profile stores and recalls by default, e.g. team:research"),
     )
     hermes_home = forms.CharField(
