@@ -31,7 +31,10 @@ else:
 from memoryadmin.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "blocks": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "blocks"},
+}
 # No request rate in tests (the fuzzer alone sends a thousand requests with one key in half a
 # minute); the throttling test sets its own rates.
 MNEMOSYNE_API_RATES = {"key": None, "user": None, "anon": None}
