@@ -373,7 +373,8 @@ def test_the_address_limit_is_one_count_for_every_process_without_cache_url(sett
 
     from tests.helpers import PYTHON, REPO, child_env, database_url
 
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache",
+    settings.CACHES = {**settings.CACHES,
+                       "default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache",
                                    "LOCATION": "mnemosyne_cache"}}  # fmt: skip
     settings.MNEMOSYNE_API_RATES = {"key": None, "user": None, "anon": "5/minute"}
     script = (
