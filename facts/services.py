@@ -603,18 +603,28 @@ def fact_feedback(*, tenant: Tenant, fact_id: int, helpful: bool, actor: Actor) 
         )
 
 
-def fact_record_retrievals(*, tenant: Tenant, fact_ids: list[int], at: datetime) -> int:
-    """Count that these facts were shown to an agent at `at`. Not audited: reading is not a
-    change. Safe to run twice: a fact already marked retrieved at `at` or later is not counted
-    again (a message delivered again after its worker died; one that arrives after a later one
-    goes uncounted too, so the count is at most the truth)."""
+def fact_record_retrievals(
+    *, tenant: Tenant, fact_ids: list[int], at: datetime, times: list[int] | None = None
+) -> int:
+    """Count that these facts were shown to an agent, `times[i]` times each (once when absent),
+    the last at `at`. Not audited: reading is not a change. Safe to run twice: a fact already
+    marked retrieved at `at` or later is not counted again (a message delivered again after its
+    worker died; one that arrives after a later one goes uncounted too, so the count is at most
+    the truth). One UPDATE per distinct number of times."""
+    if times is not None and len(times) != len(fact_ids):
+        raise ValueError("times: one count per fact id")
+    by_times: dict[int, list[int]] = {}
+    for fact_id, n in zip(fact_ids, times or [1] * len(fact_ids), strict=True):
+        by_times.setdefault(max(1, int(n)), []).append(fact_id)
+    count = 0
     with tenant_scope(tenant):
-        count: int = (
-            Fact.objects.for_tenant(tenant)
-            .filter(pk__in=fact_ids)
-            .filter(Q(last_retrieved_at__isnull=True) | Q(last_retrieved_at__lt=at))
-            .update(retrieval_count=F("retrieval_count") + 1, last_retrieved_at=at)
-        )
+        for n, ids in sorted(by_times.items()):
+            count += (
+                Fact.objects.for_tenant(tenant)
+                .filter(pk__in=ids)
+                .filter(Q(last_retrieved_at__isnull=True) | Q(last_retrieved_at__lt=at))
+                .update(retrieval_count=F("retrieval_count") + n, last_retrieved_at=at)
+            )
     return count
 
 

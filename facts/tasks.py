@@ -89,9 +89,14 @@ def facts_embed_sweep() -> int:
 
 @retrying_task("facts.tasks.facts_record_retrievals")
 @tenant_task()
-def facts_record_retrievals(tenant: Tenant, fact_ids: list[int], at: str) -> int:
-    """Count one retrieval of each fact at `at` (a message delivered twice counts once)."""
-    return fact_record_retrievals(tenant=tenant, fact_ids=fact_ids, at=datetime.fromisoformat(at))
+def facts_record_retrievals(
+    tenant: Tenant, fact_ids: list[int], at: str, times: list[int] | None = None
+) -> int:
+    """Count the retrievals of each fact (`times`, one each when absent) at `at` (a message
+    delivered twice counts once)."""
+    return fact_record_retrievals(
+        tenant=tenant, fact_ids=fact_ids, at=datetime.fromisoformat(at), times=times
+    )
 
 
 # -- entities: re-linking after the dictionary or the extractor changed ----------------------

@@ -331,6 +331,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "memoryadmin.beat:HeartbeatScheduler"
 MNEMOSYNE_HEARTBEAT_SECONDS = env_int("MNEMOSYNE_HEARTBEAT_SECONDS", 15, minimum=1)
+# How often a web process sends the retrieval counts it added up (one task per tenant).
+MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS = env_int("MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS", 10, minimum=0)
 # Heartbeats and embedding have queues of their own, which a worker serves in turn with the
 # main one: a heartbeat never waits behind a backlog of work (/healthz would call a busy worker
 # dead), and new facts get their vectors while conflict checks and retention runs queue up.

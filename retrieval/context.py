@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from django.conf import settings
 from django.core.cache import caches
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
@@ -299,17 +302,38 @@ def context_cached(
     return block
 
 
+_counted_lock = threading.Lock()
+_counted: dict[int, Counter[int]] = {}  # tenant id -> fact id -> times shown, not yet sent
+_counted_since: float | None = None
+
+
 def retrievals_record(*, tenant: Tenant, fact_ids: list[int]) -> None:
-    """Count what agents were shown, off the read path: a task does the UPDATE."""
+    """Count what agents were shown, off the read path. Each process adds up the facts it
+    served and, at most every MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS, sends one task per tenant that
+    does the UPDATE (a message and an UPDATE per recall cost the worker and the database more
+    than the recall's own queries). A process that dies loses its last interval's counts."""
+    global _counted_since
     if not fact_ids:
         return
-    tenant_id, at = tenant.pk, timezone.now().isoformat()
+    now = time.monotonic()
+    with _counted_lock:
+        _counted.setdefault(tenant.pk, Counter()).update(fact_ids)
+        if _counted_since is None:
+            _counted_since = now
+        if now - _counted_since < settings.MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS:
+            return
+        batches = {tenant_id: sorted(counts.items()) for tenant_id, counts in _counted.items()}
+        _counted.clear()
+        _counted_since = now
+    at = timezone.now().isoformat()
 
     def send() -> None:
-        try:
-            job_send("facts.tasks.facts_record_retrievals", tenant_id, fact_ids, at)
-        except Exception:  # noqa: BLE001 - a broker outage must not fail recall; count lost
-            logger.warning("tenant %s: retrieval counts not sent", tenant_id, exc_info=True)
+        for tenant_id, counts in batches.items():
+            ids, times = [i for i, _ in counts], [n for _, n in counts]
+            try:
+                job_send("facts.tasks.facts_record_retrievals", tenant_id, ids, at, times)
+            except Exception:  # noqa: BLE001 - a broker outage must not fail recall; count lost
+                logger.warning("tenant %s: retrieval counts not sent", tenant_id, exc_info=True)
 
     # After commit, like every task: at once in autocommit (a request), never for a
     # transaction that rolls back (nor for a test's, which would leave messages queued).

@@ -41,3 +41,6 @@ MNEMOSYNE_API_RATES = {"key": None, "user": None, "anon": None}
 # Only tests/test_replica.py reads from the replica: other tests' data is never committed, so
 # a replica could not see it.
 MNEMOSYNE_REPLICA_READS = False
+# Retrieval counts sent with each recall, so tests read them at once (tests/test_recall.py
+# checks the interval).
+MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS = 0

@@ -517,6 +517,32 @@ def test_retrieval_counts_are_kept(tenant, system_actor) -> None:
     assert stored.retrieval_count == 2 and stored.last_retrieved_at == later
 
 
+def test_a_web_process_adds_up_retrievals_and_sends_them_once_per_interval(
+    tenant, system_actor, settings, django_capture_on_commit_callbacks
+) -> None:
+    from memoryadmin.celery import app
+    from retrieval.context import retrievals_record
+
+    tea, coffee = _store(tenant, system_actor, embed=False)[:2]
+    app.conf.task_always_eager = True
+    try:
+        settings.MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS = 3600
+        with django_capture_on_commit_callbacks(execute=True) as sent:
+            retrievals_record(tenant=tenant, fact_ids=[tea.pk])  # starts the interval
+            retrievals_record(tenant=tenant, fact_ids=[tea.pk, coffee.pk])
+            retrievals_record(tenant=tenant, fact_ids=[tea.pk])
+        assert sent == []  # nothing sent within the interval
+        assert fact_get(tenant=tenant, fact_id=tea.pk).retrieval_count == 0
+        settings.MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS = 0
+        with django_capture_on_commit_callbacks(execute=True) as sent:
+            retrievals_record(tenant=tenant, fact_ids=[coffee.pk])
+        assert len(sent) == 1  # one message for the tenant, with every count
+    finally:
+        app.conf.task_always_eager = False
+    assert fact_get(tenant=tenant, fact_id=tea.pk).retrieval_count == 3
+    assert fact_get(tenant=tenant, fact_id=coffee.pk).retrieval_count == 2
+
+
 def _sessions(tenant, actor, sessions: dict[str, list[str]]) -> None:
     for session, texts in sessions.items():
         for position, text in enumerate(texts):
