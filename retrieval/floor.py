@@ -34,8 +34,11 @@ hits out; recall returns them, marked.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import math
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,6 +51,8 @@ from facts.entities import entities_found, entity_dictionary, entity_normalize
 from indexing import sql
 from indexing.language import query_without_language
 from indexing.text import analyze
+
+logger = logging.getLogger(__name__)
 
 FEATURES = (
     "vec", "fts_cover", "fts_mass", "entity", "fused", "query_mass", "unknown_name", "smalltalk",
@@ -121,24 +126,48 @@ def _folded(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _smalltalk_file(embedder: Any, raw: bytes) -> Path:
+    """Where the vectors of this small-talk list by this model are kept between processes: in
+    the prepared models' folder, named by the model and the list's content."""
+    from django.conf import settings
+
+    digest = hashlib.sha256(raw + str(embedder.name).encode()).hexdigest()[:16]
+    return Path(settings.MNEMOSYNE_MODEL_DIR) / f"smalltalk-{digest}.npy"
+
+
 def smalltalk_vectors(embedder: Any) -> tuple[list[str], np.ndarray]:
     """The small-talk turns of SMALLTALK and their vectors as `embedder` embeds queries
-    (language taken out), one row each; made once per process and model."""
+    (language taken out), one row each; made once per model (embedding the list costs a few
+    seconds of CPU: every other process reads the file the first one wrote) and kept in each
+    process."""
     with _smalltalk_lock:
         known = _smalltalk.get(embedder.name)
-        if known is None:
-            texts = [line for line in SMALLTALK.read_text("utf-8").splitlines() if line.strip()]
+        if known is not None:
+            return known
+        raw = SMALLTALK.read_bytes()
+        texts = [line for line in raw.decode("utf-8").splitlines() if line.strip()]
+        kept = _smalltalk_file(embedder, raw)
+        try:
+            matrix = np.load(kept, allow_pickle=False)
+        except (OSError, ValueError):
+            matrix = None
+        if matrix is None or matrix.shape[0] != len(texts):
             vectors = embedder.embed(texts, purpose="query")
-            known = (
-                texts,
-                np.stack(
-                    [
-                        query_without_language(v, t, embedder)
-                        for v, t in zip(vectors, texts, strict=True)
-                    ]
-                ),
+            matrix = np.stack(
+                [
+                    query_without_language(v, t, embedder)
+                    for v, t in zip(vectors, texts, strict=True)
+                ]
             )
-            _smalltalk[embedder.name] = known
+            try:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                partial = kept.with_suffix(f".{os.getpid()}.partial.npy")
+                np.save(partial, matrix, allow_pickle=False)
+                partial.replace(kept)  # whole or not at all, for a process reading it now
+            except OSError:
+                logger.warning("small-talk vectors not kept in %s", kept.parent, exc_info=True)
+        known = (texts, matrix)
+        _smalltalk[embedder.name] = known
         return known
 
 

@@ -144,3 +144,27 @@ def test_rest_recall_returns_weak_hits_marked_and_strong_ones_not(
         "/api/v1/recall", {"query": "What editor does Alice use?"}, format="json"
     ).json()["results"]
     assert not {hit["fact"]["id"] for hit in theirs} & set(memories.values())
+
+
+def test_the_small_talk_vectors_are_made_once_and_read_by_every_other_process(
+    settings, tmp_path
+) -> None:
+    import numpy as np
+
+    from indexing.embedders import get_embedder
+    from retrieval import floor
+
+    embedder = get_embedder(settings.MNEMOSYNE_EMBEDDER, str(settings.MNEMOSYNE_MODEL_DIR))
+    settings.MNEMOSYNE_MODEL_DIR = tmp_path
+    floor._smalltalk.clear()
+    try:
+        texts, made = floor.smalltalk_vectors(embedder)
+        (kept,) = tmp_path.glob("smalltalk-*.npy")
+        assert len(texts) >= 200 and made.shape[0] == len(texts)
+        # As a new process would: what the file holds, not a new embedding.
+        np.save(kept, made * 0.5, allow_pickle=False)
+        floor._smalltalk.clear()
+        _, read = floor.smalltalk_vectors(embedder)
+        assert np.array_equal(read, made * 0.5)
+    finally:
+        floor._smalltalk.clear()
