@@ -18,7 +18,7 @@ from agentspec.limits import MAX_METADATA_FILTERS, MAX_SCOPE_CHARS, MAX_SCOPES
 from agentspec.limits import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from facts.models import Category, Kind
 from tenants.errors import InvalidInput
-from tenants.inputs import scope_checked
+from tenants.inputs import scope_checked, scope_outside
 from tenants.scope import current_scope_limit, scope_within
 from tenants.validation import check_choice, check_storable
 
@@ -116,8 +116,9 @@ def recall_query(raw: Mapping[str, Any], *, now: datetime | None = None) -> Reca
 def _inside_limit(field: str, path: str) -> str:
     limit = current_scope_limit()
     if not scope_within(path, limit):
-        named = "" if field == "scope" else f"{path!r} "
-        raise InvalidInput(field, f"{named}is outside this API key's scope {limit!r}")
+        if field == "scope":
+            raise scope_outside(limit)
+        raise InvalidInput(field, f"{path!r} is outside this API key's scope {limit!r}")
     return path
 
 
@@ -140,7 +141,7 @@ def scopes_checked(scopes: Any) -> tuple[str, ...]:
         try:
             path = scope_checked(given) or current_scope_limit()
         except InvalidInput as problem:
-            raise InvalidInput("scopes", f"{given!r}: {problem.message}") from None
+            raise InvalidInput("scopes", problem.message) from None
         if path not in paths:
             paths.append(_inside_limit("scopes", path))
     return tuple(paths)

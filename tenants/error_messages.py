@@ -96,6 +96,16 @@ PLAIN: tuple[str, ...] = (
     _noop("must be a list of [speaker, text] pairs"),
     _noop("must be a list of texts"),
     _noop("must be an ISO 8601 date and time"),
+    _noop("an entity is always its own alias"),
+    _noop("give scope or scopes, not both"),
+    _noop("needs a scope or scopes"),
+    _noop("must be later than since"),
+    _noop("must be a list of scope paths like user:alice"),
+    _noop("must be an object of field: value"),
+    _noop("must be an ISO 8601 time or a span like 7d"),
+    _noop("field names must be non-empty text"),
+    _noop("must be an ISO 8601 time (2026-12-01T09:00:00Z) or a span like 7d"),
+    _noop("reaches back too far"),
 )
 
 # Messages with values, each value as %(name)s.
@@ -131,6 +141,11 @@ TEMPLATES: tuple[str, ...] = (
     _noop("is not JSON (%(error)s)"),
     _noop("is not an argument of %(tool)s (it takes %(known)s)"),
     _noop("is outside this API key's scope %(scope)s"),
+    _noop("%(path)s is outside this API key's scope %(scope)s"),
+    _noop("may name at most %(count)s scopes"),
+    _noop("may hold at most %(count)s fields"),
+    _noop("%(name)s: must be text, a number, true, false or null"),
+    _noop("a scope is longer than %(limit)s characters"),
     _noop("is required: one of %(choices)s"),
     _noop("must be a number between %(low)s and %(high)s, or null"),
     _noop("must be a whole number between %(low)s and %(high)s, or null"),
