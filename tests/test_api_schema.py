@@ -24,7 +24,8 @@ from schemathesis.specs.openapi.checks import (
 
 from tests.api_fixtures import World
 
-pytestmark = pytest.mark.django_db
+# The fuzzer sends thousands of requests (minutes): left out of `./scripts/test.sh --quick`.
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 # Imports take JSON Lines: generated bodies go out as the text they are.
 schemathesis.serializer.alias("application/x-ndjson", "text/plain")

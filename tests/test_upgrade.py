@@ -19,7 +19,8 @@ from django.db import connection
 from operations.roles import owner_credentials, runtime_credentials
 from tests.helpers import PYTHON, REPO, child_env, database_url
 
-pytestmark = pytest.mark.django_db
+# Builds and migrates a database of an earlier release (minutes): not in the quick loop.
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 BEFORE_ROLES = "0005_lifecycle"  # tenants' last migration before the database roles
 

@@ -100,6 +100,7 @@ def test_another_tenant_finds_nothing_of_a_fact_stored_with_its_vector(
     assert _vector_hits(other_tenant, "which seafood can Priya not eat") == []
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_conflict_check_has_the_tables_analysed_that_facts_stored_one_by_one_changed(
     tenant, system_actor
