@@ -17,9 +17,7 @@ from facts.audit_export import audit_csv_rows, audit_jsonl_rows
 from facts.inputs import MAX_ID
 from facts.selectors.audit import AUDIT_SOURCES, audit_actions, audit_event_iter, audit_event_list
 from facts.selectors.paging import MAX_CURSOR_CHARS, MAX_PAGE
-from surfaces.api.examples import (
-    _AUDIT,
-)
+from surfaces.api.examples import _AUDIT
 from surfaces.base.downloads import download
 from surfaces.base.strict import StrictSerializer, validated
 from surfaces.base.viewsets import Need, TenantViewSet, page

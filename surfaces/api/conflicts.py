@@ -9,20 +9,10 @@ from rest_framework.response import Response
 
 from facts import conflicts, inputs
 from facts.inputs import MAX_ID
-from facts.models import (
-    ConflictResolution,
-    ConflictStatus,
-)
+from facts.models import ConflictResolution, ConflictStatus
 from facts.selectors.paging import MAX_PAGE
-from surfaces.api.examples import (
-    _CONFLICT,
-    _answer,
-)
-from surfaces.api.facts import (
-    _ALL,
-    FactOut,
-    _status,
-)
+from surfaces.api.examples import _CONFLICT, _answer
+from surfaces.api.facts import _ALL, FactOut, _status
 from surfaces.base.strict import StrictSerializer, validated
 from surfaces.base.viewsets import Need, TenantViewSet, page
 

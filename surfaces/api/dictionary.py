@@ -8,16 +8,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from facts import curation, inputs, relink
-from facts.models import (
-    EntityType,
-    RelinkStatus,
-)
+from facts.models import EntityType, RelinkStatus
 from facts.selectors.entities import dictionary_entries
-from surfaces.api.examples import (
-    _JOB,
-    _TERM,
-    _answer,
-)
+from surfaces.api.examples import _JOB, _TERM, _answer
 from surfaces.base.strict import StrictSerializer, validated
 from surfaces.base.viewsets import Need, TenantViewSet
 

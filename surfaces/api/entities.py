@@ -11,24 +11,11 @@ from rest_framework.response import Response
 
 from facts import curation, graph, inputs
 from facts.inputs import MAX_ID
-from facts.models import (
-    EntityType,
-)
+from facts.models import EntityType
 from facts.selectors.entities import entity_fact_list, entity_get, entity_list
 from facts.selectors.paging import MAX_CURSOR_CHARS, MAX_PAGE
-from surfaces.api.examples import (
-    _ENTITY,
-    _ENTITY_EVENT,
-    _FACT,
-    _HITS,
-    _answer,
-)
-from surfaces.api.facts import (
-    FactOut,
-    FactPageOut,
-    PageQuery,
-    _status,
-)
+from surfaces.api.examples import _ENTITY, _ENTITY_EVENT, _FACT, _HITS, _answer
+from surfaces.api.facts import FactOut, FactPageOut, PageQuery, _status
 from surfaces.base.strict import StrictSerializer, validated
 from surfaces.base.viewsets import Need, TenantViewSet, page
 from tenants.errors import InvalidInput

@@ -12,19 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from facts import inputs, services
-from facts.models import (
-    Category,
-    EntityType,
-    Fact,
-    Kind,
-    Status,
-)
+from facts.models import Category, EntityType, Fact, Kind, Status
 from facts.selectors.facts import fact_entities, fact_get, fact_history, fact_list
 from facts.selectors.paging import MAX_CURSOR_CHARS, MAX_PAGE
-from surfaces.api.examples import (
-    _CURSOR,
-    _FACT,
-)
+from surfaces.api.examples import _CURSOR, _FACT
 from surfaces.base.parsers import JSONLinesParser, JSONLParser
 from surfaces.base.strict import ScopeText, StrictSerializer, validated
 from surfaces.base.viewsets import Need, TenantViewSet, page
