@@ -10,6 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,18 +101,26 @@ def _metrics_of_every_process(url: str, home: Path) -> None:
     multi-process folder."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
-        text = response.read().decode()
-    samples = {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
     beat = (
         "mnemosyne_tasks_total",
         (("outcome", "success"), ("task", "memoryadmin.tasks.heartbeat")),
     )
-    assert samples.get(beat, 0) >= 1, text
+    scraped: dict[str, Any] = {}
+
+    def scrape() -> bool:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
+            scraped["text"] = response.read().decode()
+        scraped["samples"] = {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(scraped["text"])
+            for sample in family.samples
+        }
+        return scraped["samples"].get(beat, 0) >= 1
+
+    # The worker counts a heartbeat when the task has returned, a moment after the heartbeat
+    # that made /healthz answer "ok" was written.
+    wait_for(scrape, timeout=60, what="the worker's heartbeat task in /metrics", interval=1)
+    text, samples = scraped["text"], scraped["samples"]
     healthz = [
         value
         for (name, labels), value in samples.items()
