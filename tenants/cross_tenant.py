@@ -42,6 +42,13 @@ def invitation_lookup(*, token_hash: str) -> tuple[int, int] | None:
     return (row[0], row[1]) if row else None
 
 
+def invitations_for(*, username: str) -> list[tuple[int, int]]:
+    """(invitation id, tenant id) of the open invitations addressed to this username."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM mnemosyne_invitations_for(%s)", [username])
+        return [(row[0], row[1]) for row in cursor.fetchall()]
+
+
 def user_tenants(*, user_id: int) -> dict[int, str]:
     """The tenants the user is a member of: tenant id -> role."""
     with connection.cursor() as cursor:

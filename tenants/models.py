@@ -151,11 +151,15 @@ class ApiKeyUsage(TenantOwned):
 
 
 class Invitation(TenantOwned):
-    """A one-time sign-up link to join a tenant with a role. Only the token's hash is kept."""
+    """An invitation to join a tenant with a role: a one-time sign-up link (only the token's hash
+    is kept), or one addressed to an account by its username, which that account accepts or
+    declines after signing in."""
 
     token_hash = models.CharField(max_length=64, unique=True)
     role = models.CharField(max_length=16, choices=Role.choices)
     email = models.EmailField(blank=True)
+    # The account it is for ("" for a sign-up link anyone holding it may use once).
+    username = models.CharField(max_length=150, blank=True, default="")
     created_by = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
@@ -164,6 +168,11 @@ class Invitation(TenantOwned):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     revoked_at = models.DateTimeField(null=True, blank=True)
+    declined_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        # An account's invitations are found by its name.
+        indexes = [models.Index(fields=["username"], name="tenants_invitation_username")]
 
     def __str__(self) -> str:
         return f"invitation {self.pk} to {self.tenant_id} as {self.role}"
@@ -172,7 +181,12 @@ class Invitation(TenantOwned):
     def is_open(self) -> bool:
         from django.utils import timezone
 
-        return self.used_at is None and self.revoked_at is None and self.expires_at > timezone.now()
+        return (
+            self.used_at is None
+            and self.revoked_at is None
+            and self.declined_at is None
+            and self.expires_at > timezone.now()
+        )
 
 
 class RetentionPolicy(TenantOwned):

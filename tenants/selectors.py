@@ -136,7 +136,8 @@ def apikey_usage(*, tenant: Tenant, days: int = 7) -> dict[int, KeyUsage]:
 
 
 def invitation_list(*, tenant: Tenant) -> list[Invitation]:
-    """Invitations still open (not used, withdrawn or expired), newest first."""
+    """Invitations neither used, withdrawn nor expired (open, or declined by their account),
+    newest first."""
     with tenant_scope(tenant):
         return list(
             Invitation.objects.for_tenant(tenant)

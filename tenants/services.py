@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings as django_settings
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -26,7 +24,6 @@ from tenants.inputs import (
     RetentionChanges,
     SettingsChanges,
     TenantDraft,
-    invite_email,
     key_name,
     key_scopes,
     member_role,
@@ -36,7 +33,6 @@ from tenants.inputs import (
 from tenants.models import (
     DEFAULT_TENANT_SETTINGS,
     ApiKey,
-    Invitation,
     Membership,
     RetentionPolicy,
     Role,
@@ -160,117 +156,6 @@ def membership_remove(*, tenant: Tenant, user: AbstractBaseUser, actor: Actor) -
             tenant, "member_remove", actor, user.get_username(), before={"role": membership.role}
         )
         membership.delete()
-
-
-# -- invitations ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CreatedInvitation:
-    invitation: Invitation
-    token: str  # in the sign-up link, shown once; only its hash is kept
-
-
-def invitation_create(
-    *, tenant: Tenant, role: str, actor: Actor, email: str = ""
-) -> CreatedInvitation:
-    """A one-time sign-up link to join the tenant with `role`, valid MNEMOSYNE_INVITE_DAYS."""
-    role, email = member_role(role), invite_email(email)
-    token = secrets.token_urlsafe(32)
-    expires = timezone.now() + timedelta(days=django_settings.MNEMOSYNE_INVITE_DAYS)
-    with tenant_scope(tenant):
-        invitation = Invitation.objects.create(
-            tenant=tenant,
-            token_hash=_hash_secret(token),
-            role=role,
-            email=email,
-            created_by=str(actor),
-            expires_at=expires,
-        )
-        _event(
-            tenant,
-            "member_invite",
-            actor,
-            email or f"invitation {invitation.pk}",
-            after={"role": role, "expires_at": expires.isoformat()},
-        )
-    return CreatedInvitation(invitation=invitation, token=token)
-
-
-def invitation_find(*, token: str) -> Invitation:
-    """The open invitation this sign-up token belongs to; NotFound for any other token (used,
-    withdrawn, expired or unknown look the same)."""
-    # The invitation's tenant is what we look for: the one lookup across tenants.
-    found = cross_tenant.invitation_lookup(token_hash=_hash_secret(token or ""))
-    invitation: Invitation | None = None
-    if found is not None:
-        invitation_id, tenant_id = found
-        with tenant_scope(tenant_id):
-            invitation = (
-                Invitation.objects.for_tenant(tenant_id)
-                .select_related("tenant")
-                .filter(pk=invitation_id)
-                .first()
-            )
-    if invitation is None or not invitation.is_open:
-        raise NotFound("invitation", "")
-    return invitation
-
-
-@transaction.atomic
-def invitation_accept(*, token: str, username: str, password: str, email: str = "") -> User:
-    """Make the account the invitation asks for and the membership; the link is used up."""
-    from django.contrib.auth import get_user_model, password_validation
-    from django.core.exceptions import ValidationError
-
-    invitation = invitation_find(token=token)
-    user_model = get_user_model()
-    username = (username or "").strip()
-    if not re.fullmatch(r"[\w.@+-]{1,150}", username):
-        raise InvalidInput("username", "use 1-150 letters, digits and @ . + - _")
-    if user_model.objects.filter(username__iexact=username).exists():
-        raise InvalidInput("username", "this username is taken")
-    user = user_model(username=username, email=(email or invitation.email or "").strip())
-    try:
-        password_validation.validate_password(password, user)
-    except ValidationError as error:
-        raise InvalidInput("password1", " ".join(error.messages)) from None
-    user.set_password(password)
-    user.save()
-    tenant = invitation.tenant
-    with tenant_scope(tenant):
-        claimed = (
-            Invitation.objects.for_tenant(tenant)
-            .filter(pk=invitation.pk, used_at__isnull=True)
-            .update(used_at=timezone.now(), used_by=user)
-        )
-        if claimed != 1:  # someone else used the link a moment ago
-            raise NotFound("invitation", "")
-        Membership.objects.create(tenant=tenant, user=user, role=invitation.role)
-        _event(
-            tenant,
-            "invite_accept",
-            Actor.user(user),
-            username,
-            after={"role": invitation.role, "invitation": invitation.pk},
-        )
-    return user
-
-
-def invitation_revoke(*, tenant: Tenant, invitation_id: int, actor: Actor) -> Invitation:
-    with tenant_scope(tenant):
-        invitation: Invitation | None = (
-            Invitation.objects.for_tenant(tenant).filter(pk=invitation_id).first()
-        )
-        if invitation is None:
-            raise NotFound("invitation", invitation_id)
-        if invitation.is_open:
-            invitation.revoked_at = timezone.now()
-            invitation.save(update_fields=["revoked_at"])
-            _event(
-                tenant, "invite_revoke", actor, invitation.email or f"invitation {invitation.pk}"
-            )
-        return invitation
 
 
 def password_reset_link_allowed(*, tenant: Tenant, user: User) -> bool:

@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from facts import services as fact_services
 from facts.inputs import fact_draft
 from facts.models import Conflict, DictionaryEntry, Entity, Fact
+from tenants import invitations as tenant_invitations
 from tenants import services as tenant_services
 from tenants.scope import tenant_scope
 
@@ -80,7 +81,7 @@ def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings
     }
     tenant_services.apikey_revoke(tenant=tenant, key_id=keys["revoked"].key.pk, actor=system_actor)
     invitations = [
-        tenant_services.invitation_create(tenant=t, role="auditor", actor=system_actor)
+        tenant_invitations.invitation_create(tenant=t, role="auditor", actor=system_actor)
         for t in (tenant, other_tenant)
     ]
     # An alias, a dictionary term and a conflict for the curation endpoints, made without

@@ -253,20 +253,45 @@ def test_entities_list_their_facts(world, agent) -> None:
 def test_an_admin_manages_members(world, owner, auditor) -> None:
     from django.contrib.auth import get_user_model
 
-    get_user_model().objects.create_user("hana", password="pw-hana-123")
+    hana = get_user_model().objects.create_user("hana", password="pw-hana-123")
     client = signed_in(owner)
-    added = _json(client, "POST", f"{BASE}/members", {"username": "hana", "role": "auditor"})
-    assert added.json() == {"username": "hana", "role": "auditor",
-                            "created_at": added.json()["created_at"]}  # fmt: skip
-    assert _json(client, "PATCH", f"{BASE}/members/hana", {"role": "admin"}).json()["role"] == (
-        "admin"
+    invited = _json(client, "POST", f"{BASE}/members", {"username": "hana", "role": "auditor"})
+    assert invited.status_code == 202
+    assert invited.json() == {"username": "hana", "role": "auditor", "invited": True,
+                              "expires_at": invited.json()["expires_at"]}  # fmt: skip
+    # Not a member until the account accepts; a name no account has gets the same answer.
+    _error(client.get(f"{BASE}/members/hana"), 404)
+    nobody = _json(client, "POST", f"{BASE}/members", {"username": "nobody", "role": "admin"})
+    assert nobody.status_code == 202 and set(nobody.json()) == set(invited.json())
+    from tenants.invitations import invitation_accept_as, invitations_waiting
+
+    (waiting,) = invitations_waiting(user=hana)
+    assert invitation_accept_as(user=hana, invitation_id=waiting.pk).new
+    assert client.get(f"{BASE}/members/hana").json()["role"] == "auditor"
+    # A member named again gets the role at once.
+    again = _json(client, "POST", f"{BASE}/members", {"username": "hana", "role": "admin"})
+    assert again.status_code == 200 and again.json()["role"] == "admin"
+    assert _json(client, "PATCH", f"{BASE}/members/hana", {"role": "auditor"}).json()["role"] == (
+        "auditor"
     )
     assert client.delete(f"{BASE}/members/hana").status_code == 204
     names = [m["username"] for m in client.get(f"{BASE}/members").json()]
     assert names == ["arthur", "olivia"]
-    _error(_json(client, "POST", f"{BASE}/members", {"username": "nobody", "role": "admin"}),
+    _error(_json(client, "POST", f"{BASE}/members", {"username": "no body", "role": "admin"}),
            400, "username")  # fmt: skip
     _error(client.get(f"{BASE}/members/hana"), 404)
+
+
+def test_a_superuser_adds_an_existing_account_at_once(world) -> None:
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model()
+    users.objects.create_user("hana", password="pw-hana-123")
+    root = signed_in(users.objects.create_superuser("root", password="pw-root-123"))
+    added = _json(root, "POST", f"{BASE}/members", {"username": "hana", "role": "auditor"})
+    assert added.status_code == 200 and added.json()["username"] == "hana"
+    _error(_json(root, "POST", f"{BASE}/members", {"username": "nobody", "role": "admin"}),
+           400, "username")  # fmt: skip
 
 
 def test_a_new_key_is_shown_once_works_and_stops_when_revoked(world, owner) -> None:

@@ -68,7 +68,8 @@ ENDPOINTS = [
     Endpoint("GET", "conflicts/{conflict}", R, 200),
     Endpoint("POST", "conflicts/{conflict}/resolve", M, 200, {"decision": "keep_both"}),
     Endpoint("GET", "members", P, 200),
-    Endpoint("POST", "members", M, 200, {"username": "newbie", "role": "auditor"}),
+    # A tenant admin invites an account that is not a member (202); the account accepts.
+    Endpoint("POST", "members", M, 202, {"username": "newbie", "role": "auditor"}),
     Endpoint("GET", "members/{member}", P, 200),
     Endpoint("PATCH", "members/{member}", M, 200, {"role": "admin"}),
     Endpoint("DELETE", "members/{member}", M, 204),

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from facts import services as fact_services
 from facts.inputs import fact_draft
-from tenants import selectors, services
+from tenants import invitations, selectors, services
 from tenants.errors import InvalidInput, NotFound
 from tests.api_fixtures import bearer, signed_in
 
@@ -81,12 +81,12 @@ def test_an_invitation_link_makes_an_account_once(owner, tenant) -> None:
 
 
 def test_a_withdrawn_or_expired_invitation_does_not_work(owner, tenant, system_actor) -> None:
-    created = services.invitation_create(tenant=tenant, role="admin", actor=system_actor)
-    services.invitation_revoke(
+    created = invitations.invitation_create(tenant=tenant, role="admin", actor=system_actor)
+    invitations.invitation_revoke(
         tenant=tenant, invitation_id=created.invitation.pk, actor=system_actor
     )
     assert Client().get(f"/accounts/sign-up/{created.token}/").status_code == 404
-    expired = services.invitation_create(tenant=tenant, role="admin", actor=system_actor)
+    expired = invitations.invitation_create(tenant=tenant, role="admin", actor=system_actor)
     from tenants.models import Invitation
     from tenants.scope import tenant_scope
 
@@ -95,16 +95,16 @@ def test_a_withdrawn_or_expired_invitation_does_not_work(owner, tenant, system_a
             expires_at=timezone.now() - timedelta(seconds=1)
         )
     with pytest.raises(NotFound):
-        services.invitation_find(token=expired.token)
+        invitations.invitation_find(token=expired.token)
 
 
 def test_an_outsider_cannot_withdraw_another_tenants_invitation(
     owner, outsider, tenant, system_actor
 ) -> None:
-    created = services.invitation_create(tenant=tenant, role="admin", actor=system_actor)
+    created = invitations.invitation_create(tenant=tenant, role="admin", actor=system_actor)
     theirs = _page(outsider).post(f"/t/globex/invitations/{created.invitation.pk}/withdraw")
     assert theirs.status_code == 404
-    assert services.invitation_find(token=created.token)
+    assert invitations.invitation_find(token=created.token)
 
 
 # -- password resets ---------------------------------------------------------------------------

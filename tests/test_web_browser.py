@@ -126,11 +126,12 @@ def test_a_team_admin_sets_up_a_tenant_and_works_with_its_memory(
     page.wait_for_url("**/t/research/")
     expect(page.locator(".messages")).to_contain_text("Tenant research created.")
 
-    # A member: an unknown name is explained, a known one is added as auditor.
+    # A member: a superuser adds an existing account at once (a tenant admin would invite
+    # it); an unknown name is explained.
     page.click("nav.side >> text=Members")
     page.fill("#id_username", "nobody")
     page.click("#member-form button")
-    expect(page.locator("#member-form .errorlist")).to_contain_text("No active account")
+    expect(page.locator("#member-form .errorlist")).to_contain_text("no active user has this name")
     page.fill("#id_username", "arthur")
     page.select_option("#id_role", "auditor")
     page.click("#member-form button")
@@ -332,8 +333,8 @@ def acme(people, system_actor):
     ).fact
     from facts.models import Conflict
     from tenants.inputs import tenant_draft
+    from tenants.invitations import invitation_create
     from tenants.scope import tenant_scope
-    from tenants.services import invitation_create
 
     with tenant_scope(tenant):
         conflict = Conflict.objects.create(

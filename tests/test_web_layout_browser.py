@@ -96,7 +96,7 @@ def _read_pages(acme: dict) -> list[tuple[str, str]]:
 def test_every_page_fits_a_phone_and_passes_axe(browser, live_server, acme, language) -> None:
     from playwright.sync_api import expect
 
-    from tenants.services import invitation_create
+    from tenants.invitations import invitation_create
 
     invite = invitation_create(tenant=acme["tenant"], role="auditor", actor=_actor()).token
     phone = Phone(browser, live_server.url, f"phone-{language}")

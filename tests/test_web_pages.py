@@ -27,6 +27,7 @@ from retrieval.latency import (
     recall_latency_add,
     recall_latency_series,
 )
+from tenants import selectors
 from tests.api_fixtures import World
 from tests.helpers import REPO
 
@@ -368,18 +369,32 @@ def test_an_auditor_sees_the_policy_as_values(world, auditor, owner) -> None:
 
 
 def test_members_are_added_by_username_changed_and_removed(world, owner, django_user_model):
-    django_user_model.objects.create_user("carol", password="pw-carol-123")
+    carol = django_user_model.objects.create_user("carol", password="pw-carol-123")
     client = _client(owner)
-    unknown = client.post("/t/acme/members/add", {"username": "nobody", "role": "auditor"})
-    assert unknown.status_code == 400 and "No active account is called nobody" in _text(unknown)
-    added = _text(client.post("/t/acme/members/add", {"username": "carol", "role": "auditor"},
-                              follow=True))  # fmt: skip
-    assert "carol is now auditor." in added and 'data-member="carol"' in added
-    client.post("/t/acme/members/carol/role", {"role": "admin"})
+    bad = client.post("/t/acme/members/add", {"username": "no body", "role": "auditor"})
+    assert bad.status_code == 400 and "use 1-150 letters" in _text(bad)
+    # Anyone not a member is invited, with the same answer whether the account exists or not.
+    said = []
+    for name in ("nobody", "carol"):
+        page = _text(client.post("/t/acme/members/add", {"username": name, "role": "auditor"},
+                                 follow=True))  # fmt: skip
+        said.append(page.split(f"Invitation made for {name}")[1].split("</li>")[0])
+        assert f'data-member="{name}"' not in page and f'data-invitation="{name}"' in page
+    assert said[0] == said[1]
+    home = _text(_client(carol).get("/"))
+    assert "Invitations for you" in home and 'data-invitation="acme"' in home
+    (invitation,) = [i for i in selectors.invitation_list(tenant=world.tenant)
+                     if i.username == "carol"]  # fmt: skip
+    joined = _text(_client(carol).post(f"/accounts/invitations/{invitation.pk}/accept",
+                                       follow=True))  # fmt: skip
+    assert "You joined Acme as auditor." in joined
     assert 'data-member="carol"' in _text(client.get("/t/acme/members/"))
-    from tenants.selectors import membership_get
-
-    assert membership_get(tenant=world.tenant, username="carol").role == "admin"
+    added = _text(client.post("/t/acme/members/add", {"username": "carol", "role": "admin"},
+                              follow=True))  # fmt: skip
+    assert "carol is now admin." in added
+    assert selectors.membership_get(tenant=world.tenant, username="carol").role == "admin"
+    client.post("/t/acme/members/carol/role", {"role": "auditor"})
+    assert selectors.membership_get(tenant=world.tenant, username="carol").role == "auditor"
     client.post("/t/acme/members/carol/remove")
     assert 'data-member="carol"' not in _text(client.get("/t/acme/members/"))
 

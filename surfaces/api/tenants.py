@@ -14,9 +14,8 @@ from rest_framework.views import APIView
 from surfaces.base.parsers import FirstRenderer
 from surfaces.base.strict import StrictSerializer, validated
 from surfaces.base.viewsets import Need, TenantViewSet, check_body_size
-from tenants import selectors, services
+from tenants import invitations, selectors, services
 from tenants.actors import Actor
-from tenants.errors import InvalidInput, NotFound
 from tenants.inputs import (
     API_KEY_SCOPES,
     retention_changes,
@@ -75,8 +74,15 @@ class MemberOut(serializers.Serializer):
 
 
 class MemberIn(StrictSerializer):
-    username = serializers.CharField(max_length=150, help_text="an existing user")
+    username = serializers.CharField(max_length=150, help_text="an account's username")
     role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MemberInvitedOut(serializers.Serializer):
+    username = serializers.CharField(help_text="the account the invitation is for")
+    role = serializers.ChoiceField(choices=Role.choices)
+    invited = serializers.BooleanField(help_text="always true: the account joins when it accepts")
+    expires_at = serializers.DateTimeField()
 
 
 class RoleIn(StrictSerializer):
@@ -307,6 +313,12 @@ class TenantDetailViewSet(TenantViewSet):
 # -- members ----------------------------------------------------------------------------------
 
 _MEMBER = {"username": "arthur", "role": "auditor", "created_at": "2026-12-02T09:30:00Z"}
+_INVITED = {
+    "username": "arthur",
+    "role": "auditor",
+    "invited": True,
+    "expires_at": "2026-12-09T09:30:00Z",
+}
 
 
 class MemberViewSet(TenantViewSet):
@@ -323,27 +335,43 @@ class MemberViewSet(TenantViewSet):
         return Response(MemberOut(selectors.membership_list(tenant=self.tenant), many=True).data)
 
     @extend_schema(
-        summary="Add a member (or change their role) (admins)",
-        description="`admin` reads and writes; `auditor` reads only.",
+        summary="Add a member by username, or invite them (admins)",
+        description=(
+            "`admin` reads and writes; `auditor` reads only. A member already gets the role "
+            "(200). Any other username is invited (202): the account sees the invitation on "
+            "its home page after signing in, and joins when it accepts. The 202 is the same "
+            "whether or not an account has that name. A superuser adds an existing account "
+            "at once (200)."
+        ),
         request=MemberIn,
-        responses={200: MemberOut},
+        responses={200: MemberOut, 202: MemberInvitedOut},
         examples=[
             OpenApiExample("an auditor", value={"username": "arthur", "role": "auditor"},
                            request_only=True),
-            OpenApiExample("added", value=_MEMBER, response_only=True),
+            OpenApiExample("added", value=_MEMBER, response_only=True, status_codes=["200"]),
+            OpenApiExample("invited", value=_INVITED, response_only=True, status_codes=["202"]),
         ],
         tags=["members"],
     )  # fmt: skip
     def create(self, request: Request, tenant: str | None = None) -> Response:
         data = validated(MemberIn, request.data)
-        try:
-            user = selectors.user_get(username=data["username"])
-        except NotFound:
-            raise InvalidInput("username", "no active user has this name") from None
-        membership = services.membership_set(
-            tenant=self.tenant, user=user, role=data["role"], actor=self.actor
+        added = invitations.member_add(
+            tenant=self.tenant, username=data["username"], role=data["role"], actor=self.actor
         )
-        return Response(MemberOut(_with_user(membership, user)).data)
+        if added.invitation is not None:
+            invitation = added.invitation
+            return Response(
+                MemberInvitedOut(
+                    {
+                        "username": invitation.username,
+                        "role": invitation.role,
+                        "invited": True,
+                        "expires_at": invitation.expires_at,
+                    }
+                ).data,
+                status=status.HTTP_202_ACCEPTED,
+            )
+        return Response(MemberOut(added.membership).data)
 
     @extend_schema(
         summary="Read one member",

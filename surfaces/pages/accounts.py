@@ -18,8 +18,9 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
@@ -32,8 +33,17 @@ from django_otp import login as otp_login
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from operations.services import user_language_get
+from surfaces.base.pages import tenant_url
+from surfaces.pages.tenant_forms import role_label
 from tenants.errors import InvalidInput, NotFound
-from tenants.services import invitation_accept, invitation_find
+from tenants.invitations import (
+    Joined,
+    invitation_accept,
+    invitation_accept_as,
+    invitation_decline,
+    invitation_find,
+)
+from tenants.models import Invitation
 
 _PENDING = "mnemosyne_2fa_pending"
 _PENDING_SECONDS = 300
@@ -194,11 +204,16 @@ class SignUpForm(forms.Form):
 
 @require_http_methods(["GET", "POST"])
 def sign_up(request: HttpRequest, token: str) -> HttpResponse:
-    """Make an account from a one-time invitation link; then the person signs in."""
+    """Make an account from a one-time invitation link; then the person signs in. Someone signed
+    in joins with the account they have instead."""
     try:
         invitation = invitation_find(token=token)
     except NotFound:
-        return render(request, "web/accounts/sign_up.html", {"invalid": True}, status=404)
+        return _invalid_invitation(request)
+    if invitation.username:  # addressed to an account: accepted from its own page
+        return _invalid_invitation(request)
+    if request.user.is_authenticated:
+        return _join_as_signed_in(request, token, invitation)
     form = SignUpForm(request.POST or None, initial={"email": invitation.email})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -210,7 +225,7 @@ def sign_up(request: HttpRequest, token: str) -> HttpResponse:
                 email=data["email"] or "",
             )
         except NotFound:
-            return render(request, "web/accounts/sign_up.html", {"invalid": True}, status=404)
+            return _invalid_invitation(request)
         except InvalidInput as error:
             form.add_error(error.field if error.field in form.fields else None, error.message)
         else:
@@ -219,8 +234,67 @@ def sign_up(request: HttpRequest, token: str) -> HttpResponse:
                 _("Your account %(name)s is ready: sign in with it.") % {"name": data["username"]},
             )
             return redirect("web:login")
-    context = {"form": form, "invitation": invitation, "tenant_name": invitation.tenant.name}
+    context = {
+        "form": form,
+        "invitation": invitation,
+        "tenant_name": invitation.tenant.name,
+        "sign_in_url": f"{reverse('web:login')}?next={request.path}",
+    }
     return render(request, "web/accounts/sign_up.html", context, status=400 if form.errors else 200)
+
+
+def _invalid_invitation(request: HttpRequest) -> HttpResponse:
+    return render(request, "web/accounts/sign_up.html", {"invalid": True}, status=404)
+
+
+def _joined(request: HttpRequest, joined: Joined) -> HttpResponse:
+    tenant = joined.membership.tenant
+    if joined.new:
+        messages.success(
+            request,
+            _("You joined %(tenant)s as %(role)s.")
+            % {"tenant": tenant.name, "role": role_label(joined.membership.role)},
+        )
+    else:
+        messages.info(
+            request, _("You were a member of %(tenant)s already.") % {"tenant": tenant.name}
+        )
+    return redirect(tenant_url(tenant, "dashboard"))
+
+
+def _join_as_signed_in(request: HttpRequest, token: str, invitation: Invitation) -> HttpResponse:
+    """A sign-up link opened by someone signed in: join with this account, on a button press."""
+    if request.method == "POST":
+        try:
+            joined = invitation_accept_as(user=cast(AbstractBaseUser, request.user), token=token)
+        except NotFound:
+            return _invalid_invitation(request)
+        return _joined(request, joined)
+    context = {"invitation": invitation, "tenant_name": invitation.tenant.name, "join": True}
+    return render(request, "web/accounts/sign_up.html", context)
+
+
+@login_required
+@require_http_methods(["POST"])
+def invitation_answer(request: HttpRequest, invitation_id: int, answer: str) -> HttpResponse:
+    """Accept or decline an invitation addressed to the signed-in account (listed on the home
+    page); any other invitation is a 404."""
+    user = cast(AbstractBaseUser, request.user)
+    if answer == "accept":
+        try:
+            joined = invitation_accept_as(user=user, invitation_id=invitation_id)
+        except NotFound:
+            raise Http404 from None
+        return _joined(request, joined)
+    try:
+        declined = invitation_decline(user=user, invitation_id=invitation_id)
+    except NotFound:
+        raise Http404 from None
+    messages.info(
+        request,
+        _("You declined the invitation to %(tenant)s.") % {"tenant": declined.tenant.name},
+    )
+    return redirect("home")
 
 
 # -- two-factor set-up ------------------------------------------------------------------------

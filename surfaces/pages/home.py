@@ -36,6 +36,7 @@ from surfaces.pages.accounts import language_cookie
 from tenants.actors import Actor
 from tenants.errors import InvalidInput
 from tenants.inputs import tenant_draft
+from tenants.invitations import invitations_waiting
 from tenants.selectors import tenants_for_user
 from tenants.services import tenant_create
 
@@ -91,6 +92,7 @@ def home(request: HttpRequest) -> HttpResponse:
         {
             "rows": [(t, role, tenant_url(t, "dashboard")) for t, role in rows],
             "user_tenants": rows,
+            "invitations": invitations_waiting(user=cast(AbstractBaseUser, request.user)),
             "form": TenantForm() if request.user.is_superuser else None,
         },
     )

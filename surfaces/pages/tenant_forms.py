@@ -18,6 +18,13 @@ ROLE_NAMES: list[tuple[str, StrOrPromise]] = [
     (Role.ADMIN, _("admin")),
     (Role.AUDITOR, _("auditor")),
 ]
+
+
+def role_label(role: str) -> str:
+    """A role's name in the reader's language."""
+    return str(dict(ROLE_NAMES).get(role, role))
+
+
 ROLE_CHOICES = [(Role.ADMIN, _("admin: reads and changes")), (Role.AUDITOR, _("auditor: reads"))]
 
 

@@ -26,7 +26,6 @@ from facts.selectors.retention import retention_preview
 from surfaces.base.forms import apply_errors
 from surfaces.base.pages import Need, TenantPage, WriteAction, tenant_page, tenant_url
 from surfaces.pages.tenant_forms import (
-    ROLE_NAMES,
     ApiKeyForm,
     ApiKeyRotateForm,
     HermesForm,
@@ -34,9 +33,10 @@ from surfaces.pages.tenant_forms import (
     MemberForm,
     RetentionForm,
     RoleForm,
+    role_label,
 )
-from tenants import selectors, services
-from tenants.errors import InvalidInput, NotFound
+from tenants import invitations, selectors, services
+from tenants.errors import InvalidInput
 from tenants.inputs import retention_changes
 from tenants.models import ApiKey, RetentionPolicy
 
@@ -190,26 +190,36 @@ class MembersPage(TenantPage):
 
 @tenant_page("members/add", name="member_add", section="members")
 class MemberAddAction(WriteAction):
+    """An account by its username: a member gets the role; anyone else is invited (superusers
+    add an existing account at once). The answer does not tell whether the account exists."""
+
     def post(self, request: HttpRequest) -> HttpResponse:
         form = MemberForm(request.POST)
         if form.is_valid():
             username, role = form.cleaned_data["username"], form.cleaned_data["role"]
             try:
-                user = selectors.user_get(username=username)
-                services.membership_set(tenant=self.tenant, user=user, role=role, actor=self.actor)
-            except NotFound:
-                form.add_error(
-                    "username",
-                    _("No active account is called %(name)s. Invite the person instead.")
-                    % {"name": username},
+                added = invitations.member_add(
+                    tenant=self.tenant, username=username, role=role, actor=self.actor
                 )
             except InvalidInput as error:
                 apply_errors(form, error)
             else:
-                messages.success(
-                    request,
-                    _("%(name)s is now %(role)s.") % {"name": username, "role": role_label(role)},
-                )
+                if added.invitation is not None:
+                    messages.success(
+                        request,
+                        _(
+                            "Invitation made for %(name)s as %(role)s. If an account has this "
+                            "name, it sees the invitation when it signs in, and joins when it "
+                            "accepts."
+                        )
+                        % {"name": username, "role": role_label(role)},
+                    )
+                else:
+                    messages.success(
+                        request,
+                        _("%(name)s is now %(role)s.")
+                        % {"name": username, "role": role_label(role)},
+                    )
                 return redirect(self.url("members"))
         return _members_page(self, form, status=400)
 
@@ -234,7 +244,7 @@ class MemberInviteAction(WriteAction):
         form = InviteForm(request.POST)
         if form.is_valid():
             try:
-                created = services.invitation_create(
+                created = invitations.invitation_create(
                     tenant=self.tenant,
                     role=form.cleaned_data["role"],
                     email=form.cleaned_data["email"],
@@ -261,7 +271,7 @@ class MemberInviteAction(WriteAction):
 @tenant_page("invitations/<id:invitation_id>/withdraw", name="invite_revoke", section="members")
 class InviteRevokeAction(WriteAction):
     def post(self, request: HttpRequest, invitation_id: int) -> HttpResponse:
-        services.invitation_revoke(
+        invitations.invitation_revoke(
             tenant=self.tenant, invitation_id=invitation_id, actor=self.actor
         )  # 404
         messages.success(request, _("The invitation is withdrawn: its link no longer works."))
@@ -302,10 +312,6 @@ def _refuse_self(view: TenantPage, request: HttpRequest) -> HttpResponse:
 
 def _is_self(request: HttpRequest, member: Any) -> bool:
     return member.user_id == request.user.pk
-
-
-def role_label(role: str) -> str:
-    return str(dict(ROLE_NAMES).get(role, role))
 
 
 @tenant_page("members/<username:username>/role", name="member_role", section="members")

@@ -17,6 +17,18 @@ urlpatterns = [
     path("accounts/sign-in/code/", accounts.sign_in_code, name="login_code"),
     path("accounts/sign-out/", accounts.SignOutView.as_view(), name="logout"),
     path("accounts/sign-up/<str:token>/", accounts.sign_up, name="sign_up"),
+    path(
+        "accounts/invitations/<id:invitation_id>/accept",
+        accounts.invitation_answer,
+        {"answer": "accept"},
+        name="invitation_accept",
+    ),
+    path(
+        "accounts/invitations/<id:invitation_id>/decline",
+        accounts.invitation_answer,
+        {"answer": "decline"},
+        name="invitation_decline",
+    ),
     path("accounts/two-factor/", accounts.two_factor, name="two_factor"),
     path("accounts/password/", accounts.PasswordChangeView.as_view(), name="password_change"),
     path(
