@@ -82,11 +82,14 @@ def _disputed_line(fact: Fact, others: list[Fact]) -> str:
     return "- Unresolved conflict, newest first: " + " | ".join(_dated(f) for f in group)
 
 
-def _disputes(tenant: Tenant, facts: QuerySet[Fact], shown: list[Fact]) -> dict[int, list[Fact]]:
+def _disputes(
+    tenant: Tenant, facts: QuerySet[Fact], shown: list[Fact], open_conflicts: bool | None
+) -> dict[int, list[Fact]]:
     """The other sides of the open conflicts of the facts in `shown`, among `facts` (active,
-    within the reader's scope): one query for the pairs, one for the facts not at hand."""
+    within the reader's scope): one query for the pairs, one for the facts not at hand; none
+    when the caller knows the tenant has no open conflict (`open_conflicts` False)."""
     ids = {f.pk for f in shown if f.kind == Kind.FACT}
-    if not ids:
+    if not ids or open_conflicts is False:
         return {}
     pairs = list(
         Conflict.objects.for_tenant(tenant)
@@ -159,9 +162,11 @@ def context_build(
     budget: int | None = None,
     exclude: Iterable[int] = (),
     scopes: tuple[str, ...] = (),
+    open_conflicts: bool | None = None,
 ) -> ContextBlock:
     """`exclude`: ids the reader has already been shown (e.g. the facts of a system prompt).
-    `scopes`: several scopes read together, instead of `scope`."""
+    `scopes`: several scopes read together, instead of `scope`. `open_conflicts`: whether the
+    tenant has any open conflict, when the caller knows (None: look)."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
     total = tenant.setting("token_budget") if budget is None else budget
@@ -209,7 +214,7 @@ def context_build(
             # question about what the tenant never heard of, gets nothing rather than the
             # best of whatever is there.
             found = [h.fact for h in hits.hits if not h.weak and h.fact.pk not in seen]
-        room = _Budget(total, _disputes(tenant, facts, [*top, *found]))
+        room = _Budget(total, _disputes(tenant, facts, [*top, *found], open_conflicts))
         room.shown.update(seen)
         if hot_restore and session_id:
             levels["recent"] = room.take(
@@ -224,11 +229,20 @@ def context_build(
     return ContextBlock(text="\n".join(lines), tokens=room.used, levels=levels, timings_ms=timings)
 
 
-def _generation(tenant_id: int) -> int:
-    """Changes with every audited write to the tenant: the newest audit event's id."""
+def _generation(tenant_id: int) -> tuple[str, bool]:
+    """What changes with every audited write to the tenant (the newest audit event's id) and
+    with every conflict raised (the newest open conflict and how many are open, as a conflict
+    found by the check writes no event until it is decided), in one round trip; and whether
+    any conflict is open (if none, a block asks nothing about conflicts)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT max(id) FROM facts_factevent WHERE tenant_id = %s", [tenant_id])
-        return cursor.fetchone()[0] or 0
+        cursor.execute(
+            "SELECT (SELECT coalesce(max(id), 0) FROM facts_factevent WHERE tenant_id = %s), "
+            "count(c.id), coalesce(max(c.id), 0) FROM facts_conflict c "
+            "WHERE c.tenant_id = %s AND c.status = 'open'",
+            [tenant_id, tenant_id],
+        )
+        events, open_count, newest_open = cursor.fetchone()
+    return f"{events}.{open_count}.{newest_open}", open_count > 0
 
 
 class _ContextArguments(TypedDict):
@@ -282,7 +296,7 @@ def context_cached(
         context_observe(cache="off", seconds=time.perf_counter() - started)
         return block
     with tenant_scope(tenant) as tenant_id:
-        generation = _generation(tenant_id)
+        generation, open_conflicts = _generation(tenant_id)
         keyed = [
             *sorted(arguments.items()),
             *sorted(tenant.effective_settings.items()),
@@ -293,7 +307,7 @@ def context_cached(
         block = caches["blocks"].get(key)
         hit = block is not None
         if block is None:
-            block = context_build(tenant=tenant, **arguments)
+            block = context_build(tenant=tenant, open_conflicts=open_conflicts, **arguments)
             caches["blocks"].set(key, block, ttl)
     retrievals_record(tenant=tenant, fact_ids=block.fact_ids)
     # What the agent waited for, cache hits included (the dashboard's latency chart).
