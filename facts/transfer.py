@@ -276,7 +276,7 @@ def _write_facts(
 ) -> None:
     """Write the waiting fact records: the new ones in bulk, with their links, feedback and
     history; the ones already there counted, or restored when archived here and active there."""
-    from facts.services import _facts_insert
+    from facts.services.rows import _facts_insert
 
     existing = _existing(tenant, [body for _, body in batch.facts])
     new: list[tuple[Any, dict[str, Any], Fact]] = []
@@ -390,7 +390,7 @@ def tenant_import(
 ) -> ImportSummary:
     """Import a bundle into `tenant` (the same or another one): all or nothing, idempotent.
     Facts are written in rounds of IMPORT_BATCH, each a few bulk inserts."""
-    from facts.services import _schedule_embedding, content_hash
+    from facts.services.rows import _schedule_embedding, content_hash
 
     embedder = configured_embedder()
     model = embedder.name
