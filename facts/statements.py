@@ -232,7 +232,7 @@ def _stem(word: str) -> str:
 
 @cache
 def _zh_tagger() -> Any:
-    from facts.extract import _pos_tokenizer
+    from facts.extract.chinese import _pos_tokenizer
 
     return _pos_tokenizer()
 
