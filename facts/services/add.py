@@ -9,14 +9,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from facts.conflicts import (
-    NearCheck,
-    PassageVector,
-    conflicts_record_new,
-    fact_join,
-    fact_near_check,
-    passage_vector,
-)
+from facts.conflicts import conflicts_record_new
 from facts.embedding import vectors_write
 from facts.entities import facts_link_new_entities
 from facts.events import fact_event_record as _event
@@ -24,6 +17,13 @@ from facts.events import fact_events_record
 from facts.importance import importance_of_new
 from facts.inputs import FactChanges, FactDraft
 from facts.models import EventAction, Fact, Kind, Status
+from facts.near_duplicates import (
+    NearCheck,
+    PassageVector,
+    fact_join,
+    fact_near_check,
+    passage_vector,
+)
 from facts.services.change import fact_update
 from facts.services.rows import (
     _facts_insert,
