@@ -155,6 +155,57 @@ def _is_prefixed_surname(word: str) -> bool:
     )
 
 
+def _person_at(pairs: list[tuple[str, str]], i: int) -> int:
+    """Where a person's name in a shape jieba splits starts at token i: the index after its
+    last token, or i when none does."""
+    n = len(pairs)
+    word, flag = pairs[i]
+    nxt = pairs[i + 1][0] if i + 1 < n else ""
+    after_numeral = i > 0 and pairs[i - 1][1] in _NUMERAL_TAGS
+    # 老 / 小 + surname, split by jieba: 老/刘, 小/李.
+    if word in ("老", "小") and len(nxt) == 1 and nxt in _SURNAMES:
+        return i + 2
+    if (
+        i == 0
+        and len(word) == 1
+        and word in _SURNAMES
+        and flag not in _SURNAME_TAGS
+        and nxt
+        and len(nxt) == 1
+        and nxt not in _NOT_GIVEN_NAME
+        and nxt not in _COMMON_VERBS
+        and pairs[i + 1][1] not in _NOT_GIVEN_TAGS
+        and i + 2 < n
+        and pairs[i + 2][1] in _PREDICATE_TAGS
+    ):
+        # 许/晴/下个月, 谢/娜/在: at the start of a sentence, a surname and one loose
+        # character before the predicate are a name the dictionary does not know.
+        return i + 2
+    if word in _SURNAMES and not after_numeral:
+        # 张/经理, 王/总: surname + title (unless a numeral makes 张 "sheet": 一张经理的名片).
+        if nxt in _TITLES:
+            return i + 2
+        if len(word) == 1 and flag in _SURNAME_TAGS:
+            # 林/小雨: surname + a given name the dictionary knows.
+            if len(nxt) == 2 and pairs[i + 1][1] in ("nr", "nrfg", "nz"):
+                return i + 2
+            # 陈/思/远, 赵/磊: surname + one or two loose characters that are not
+            # function words; jieba leaves unknown names as single characters.
+            j = i + 1
+            while (
+                j < n
+                and j - i <= 2
+                and len(pairs[j][0]) == 1
+                and pairs[j][1] in _GIVEN_NAME_TAGS
+                and pairs[j][0] not in _NOT_GIVEN_NAME
+                and pairs[j][0] not in _COMMON_VERBS
+            ):
+                j += 1
+            if j > i + 1:
+                return j
+    return i
+
+
 def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
     """Names among one Han run's (word, tag) tokens; `offset` is where the run starts."""
     found: list[_Candidate] = []
@@ -168,59 +219,11 @@ def _han_names(pairs: list[tuple[str, str]], offset: int) -> list[_Candidate]:
         word, flag = pairs[i]
         start = starts[i]
         nxt = pairs[i + 1][0] if i + 1 < n else ""
-        after_numeral = i > 0 and pairs[i - 1][1] in _NUMERAL_TAGS
-        # 老 / 小 + surname, split by jieba: 老/刘, 小/李.
-        if word in ("老", "小") and len(nxt) == 1 and nxt in _SURNAMES:
-            found.append(_Candidate(start, word + nxt, PERSON))
-            i += 2
+        end = _person_at(pairs, i)
+        if end > i:
+            found.append(_Candidate(start, "".join(w for w, _ in pairs[i:end]), PERSON))
+            i = end
             continue
-        if (
-            i == 0
-            and len(word) == 1
-            and word in _SURNAMES
-            and flag not in _SURNAME_TAGS
-            and nxt
-            and len(nxt) == 1
-            and nxt not in _NOT_GIVEN_NAME
-            and nxt not in _COMMON_VERBS
-            and pairs[i + 1][1] not in _NOT_GIVEN_TAGS
-            and i + 2 < n
-            and pairs[i + 2][1] in _PREDICATE_TAGS
-        ):
-            # 许/晴/下个月, 谢/娜/在: at the start of a sentence, a surname and one loose
-            # character before the predicate are a name the dictionary does not know.
-            found.append(_Candidate(start, word + nxt, PERSON))
-            i += 2
-            continue
-        if word in _SURNAMES and not after_numeral:
-            # 张/经理, 王/总: surname + title (unless a numeral makes 张 "sheet": 一张经理的名片).
-            if nxt in _TITLES:
-                found.append(_Candidate(start, word + nxt, PERSON))
-                i += 2
-                continue
-            if len(word) == 1 and flag in _SURNAME_TAGS:
-                # 林/小雨: surname + a given name the dictionary knows.
-                if len(nxt) == 2 and pairs[i + 1][1] in ("nr", "nrfg", "nz"):
-                    found.append(_Candidate(start, word + nxt, PERSON))
-                    i += 2
-                    continue
-                # 陈/思/远, 赵/磊: surname + one or two loose characters that are not
-                # function words; jieba leaves unknown names as single characters.
-                j = i + 1
-                while (
-                    j < n
-                    and j - i <= 2
-                    and len(pairs[j][0]) == 1
-                    and pairs[j][1] in _GIVEN_NAME_TAGS
-                    and pairs[j][0] not in _NOT_GIVEN_NAME
-                    and pairs[j][0] not in _COMMON_VERBS
-                ):
-                    j += 1
-                if j > i + 1:
-                    name = "".join(w for w, _ in pairs[i:j])
-                    found.append(_Candidate(start, name, PERSON))
-                    i = j
-                    continue
         i += 1
         if _is_prefixed_surname(word) or _is_surname_title(word):
             found.append(_Candidate(start, word, PERSON))

@@ -216,6 +216,63 @@ def _case_is_informative(words: list[_Word]) -> bool:
     return upper / len(letters) <= 0.5
 
 
+def _grow_run(text: str, words: list[_Word], i: int) -> tuple[list[_Word], int]:
+    """The run of capitalised words that starts at words[i] ("New York", "Bank of America",
+    "Dr. Smith"), and the index of the first word after it."""
+    n = len(words)
+    run = [words[i]]
+    j = i + 1
+    while j < n and not run[-1].possessive and len(run) < _MAX_NAME_WORDS:
+        gap_start = run[-1].end
+        nxt = words[j]
+        gap_pattern = _TITLE_GAP if run[-1].text.lower() in _TITLE_WORDS else _SPACES
+        joined: re.Match[str] | bool | None
+        joined = gap_pattern.fullmatch(text, gap_start, nxt.start) or _AMPERSAND.fullmatch(
+            text, gap_start, nxt.start
+        )
+        if not joined and _COMMA_GAP.fullmatch(text, gap_start, nxt.start):
+            # "Acme, Inc."
+            joined = nxt.text.lower() in {"inc", "ltd", "llc", "llp", "plc", "gmbh"}
+        if not joined or nxt.contraction:
+            break
+        if _is_capitalised(nxt.text) and not _not_a_name(nxt.text):
+            run.append(nxt)
+            j += 1
+            continue
+        # Up to two connectors, then a capitalised word: "Bank of the West".
+        k = j
+        while k < n and k - j < 2 and words[k].text in _CONNECTORS:
+            if not _SPACES.fullmatch(text, words[k].end, words[k + 1].start if k + 1 < n else 0):
+                break
+            k += 1
+        if k > j and k < n and _is_capitalised(words[k].text) and not _not_a_name(words[k].text):
+            run.extend(words[j : k + 1])
+            j = k + 1
+            continue
+        break
+    return run, j
+
+
+def _lone_word_is_name(only: _Word, first: _Word, initial: bool, lower_words: set[str]) -> bool:
+    """Whether a run of one word (`only`) is a name; `first` is the word the run started at
+    (before leading non-names came off), `initial` whether the run starts a sentence."""
+    key = only.text.lower()
+    if len(only.text) < 2 or _not_a_name(only.text) or key in _DESIGNATORS:
+        return False
+    if key in _WEAK_WORDS or (initial and key in _LABELS):
+        return False
+    if key in _TITLE_WORDS:
+        return False
+    if initial and first is only and not only.possessive:
+        # At a sentence start a capital is no evidence: drop words the text also uses
+        # in lower case, and adverb/-ing shapes.
+        if key in lower_words or (len(key) >= 6 and key.endswith(_COMMON_ENDINGS)):
+            return False
+        if _common_word(key) and not gazetteers.known_name(key):
+            return False  # "Budget for ...", "Saved the map ...": a word, not a name
+    return True
+
+
 def _english_candidates(text: str) -> list[_Candidate]:
     words = [_split_word(m) for m in _WORD.finditer(text)]
     if not words:
@@ -239,43 +296,7 @@ def _english_candidates(text: str) -> list[_Candidate]:
         previous_end = words[i - 1].end if i else 0
         initial = i == 0 or bool(_SENTENCE_BREAK.search(text, previous_end, word.start))
         # Grow a run of capitalised words: "New York", "Bank of America", "Dr. Smith".
-        run = [word]
-        j = i + 1
-        while j < n and not run[-1].possessive and len(run) < _MAX_NAME_WORDS:
-            gap_start = run[-1].end
-            nxt = words[j]
-            gap_pattern = _TITLE_GAP if run[-1].text.lower() in _TITLE_WORDS else _SPACES
-            joined: re.Match[str] | bool | None
-            joined = gap_pattern.fullmatch(text, gap_start, nxt.start) or _AMPERSAND.fullmatch(
-                text, gap_start, nxt.start
-            )
-            if not joined and _COMMA_GAP.fullmatch(text, gap_start, nxt.start):
-                # "Acme, Inc."
-                joined = nxt.text.lower() in {"inc", "ltd", "llc", "llp", "plc", "gmbh"}
-            if not joined or nxt.contraction:
-                break
-            if _is_capitalised(nxt.text) and not _not_a_name(nxt.text):
-                run.append(nxt)
-                j += 1
-                continue
-            # Up to two connectors, then a capitalised word: "Bank of the West".
-            k = j
-            while k < n and k - j < 2 and words[k].text in _CONNECTORS:
-                if not _SPACES.fullmatch(
-                    text, words[k].end, words[k + 1].start if k + 1 < n else 0
-                ):
-                    break
-                k += 1
-            if (
-                k > j
-                and k < n
-                and _is_capitalised(words[k].text)
-                and not _not_a_name(words[k].text)
-            ):
-                run.extend(words[j : k + 1])
-                j = k + 1
-                continue
-            break
+        run, j = _grow_run(text, words, i)
         i = max(j, i + 1)
 
         # Leading words that are not names ("The", "Yesterday") come off the run.
@@ -285,22 +306,8 @@ def _english_candidates(text: str) -> list[_Candidate]:
         if not run:
             continue
         titled = run[0].text.lower() in _TITLE_WORDS and len(run) > 1
-        if len(run) == 1:
-            only = run[0]
-            key = only.text.lower()
-            if len(only.text) < 2 or _not_a_name(only.text) or key in _DESIGNATORS:
-                continue
-            if key in _WEAK_WORDS or (initial and key in _LABELS):
-                continue
-            if key in _TITLE_WORDS:
-                continue
-            if initial and word is only and not only.possessive:
-                # At a sentence start a capital is no evidence: drop words the text also uses
-                # in lower case, and adverb/-ing shapes.
-                if key in lower_words or (len(key) >= 6 and key.endswith(_COMMON_ENDINGS)):
-                    continue
-                if _common_word(key) and not gazetteers.known_name(key):
-                    continue  # "Budget for ...", "Saved the map ...": a word, not a name
+        if len(run) == 1 and not _lone_word_is_name(run[0], word, initial, lower_words):
+            continue
         person_clue = titled or run[-1].possessive or run[0].start in speaker_starts
         # "Acme, Inc." is named "Acme Inc": the comma would defeat matching other mentions.
         name = _COMMA_SPACES.sub(" ", text[run[0].start : run[-1].end])
