@@ -153,47 +153,7 @@ def facts_add_many(
                 results[i] = one(i)
         todo = [i for i, result in enumerate(results) if result is None]
         values = {i: _add_values(tenant, drafts[i], actor) for i in todo}
-        hashes = {v["content_hash"] for v in values.values() if v["kind"] == Kind.FACT}
-        stored = {
-            (fact.scope, fact.content_hash): fact
-            for fact in Fact.objects.for_tenant(tenant).filter(
-                kind=Kind.FACT, content_hash__in=hashes
-            )
-        }
-        sessions = {v["session_id"] for v in values.values() if v["kind"] == Kind.TURN}
-        taken = set(
-            Fact.objects.for_tenant(tenant)
-            .filter(kind=Kind.TURN, session_id__in=sessions, position__isnull=False)
-            .values_list("session_id", "position")
-        )
-        next_position: dict[str, int] = {}
-        new: dict[int, Fact] = {}
-        first_of: dict[tuple[str, str], int] = {}  # a text twice in the batch: the first one
-        copies: dict[int, int] = {}
-        for i in todo:
-            draft, row = drafts[i], values[i]
-            if row["kind"] == Kind.FACT:
-                key = (row["scope"], row["content_hash"])
-                if key in stored:
-                    results[i] = _pin_too(
-                        tenant, _readd(tenant, stored[key], actor), draft.pinned, actor
-                    )
-                elif key in first_of:
-                    copies[i] = first_of[key]
-                else:
-                    first_of[key] = i
-                    new[i] = _new_fact(tenant, row, None, draft.pinned)
-                continue
-            session = row["session_id"]
-            if session not in next_position:
-                next_position[session] = _next_position(tenant, session)
-            position = next_position[session] if draft.position is None else draft.position
-            if (session, position) in taken:
-                results[i] = InvalidInput("position", "that session already has a turn there")
-                continue
-            taken.add((session, position))
-            next_position[session] = max(next_position[session], position + 1)
-            new[i] = _new_fact(tenant, row, position, draft.pinned)
+        new, copies = _new_rows(tenant, drafts, values, results, actor)
         try:
             with transaction.atomic():
                 _facts_insert(list(new.values()))
@@ -217,6 +177,59 @@ def facts_add_many(
     done = [result for result in results if result is not None]
     assert len(done) == len(drafts), "every draft has its result"  # noqa: S101
     return done
+
+
+def _new_rows(
+    tenant: Tenant,
+    drafts: list[FactDraft],
+    values: dict[int, dict[str, Any]],
+    results: list[AddResult | InvalidInput | None],
+    actor: Actor,
+) -> tuple[dict[int, Fact], dict[int, int]]:
+    """For `facts_add_many`: the rows to insert for the drafts `values` holds (by the draft's
+    index), and the drafts that repeat an earlier one of the batch (index -> the first one's).
+    A draft whose text is stored already, or whose turn position is taken, gets its result in
+    `results` at once."""
+    hashes = {v["content_hash"] for v in values.values() if v["kind"] == Kind.FACT}
+    stored = {
+        (fact.scope, fact.content_hash): fact
+        for fact in Fact.objects.for_tenant(tenant).filter(kind=Kind.FACT, content_hash__in=hashes)
+    }
+    sessions = {v["session_id"] for v in values.values() if v["kind"] == Kind.TURN}
+    taken = set(
+        Fact.objects.for_tenant(tenant)
+        .filter(kind=Kind.TURN, session_id__in=sessions, position__isnull=False)
+        .values_list("session_id", "position")
+    )
+    next_position: dict[str, int] = {}
+    new: dict[int, Fact] = {}
+    first_of: dict[tuple[str, str], int] = {}  # a text twice in the batch: the first one
+    copies: dict[int, int] = {}
+    for i in values:  # in the order of the drafts
+        draft, row = drafts[i], values[i]
+        if row["kind"] == Kind.FACT:
+            key = (row["scope"], row["content_hash"])
+            if key in stored:
+                results[i] = _pin_too(
+                    tenant, _readd(tenant, stored[key], actor), draft.pinned, actor
+                )
+            elif key in first_of:
+                copies[i] = first_of[key]
+            else:
+                first_of[key] = i
+                new[i] = _new_fact(tenant, row, None, draft.pinned)
+            continue
+        session = row["session_id"]
+        if session not in next_position:
+            next_position[session] = _next_position(tenant, session)
+        position = next_position[session] if draft.position is None else draft.position
+        if (session, position) in taken:
+            results[i] = InvalidInput("position", "that session already has a turn there")
+            continue
+        taken.add((session, position))
+        next_position[session] = max(next_position[session], position + 1)
+        new[i] = _new_fact(tenant, row, position, draft.pinned)
+    return new, copies
 
 
 def _add_values(tenant: Tenant, draft: FactDraft, actor: Actor) -> dict[str, Any]:
