@@ -316,6 +316,22 @@ def _write_facts(
     if not new:
         return
     _facts_insert([fact for _, _, fact in new])  # search vectors made as they go in
+    _write_related(tenant, batch, new, entities=entities, actor=actor, reader=reader, now=now)
+    summary.added += len(new)
+
+
+def _write_related(
+    tenant: Tenant,
+    batch: _Batch,
+    new: list[tuple[Any, dict[str, Any], Fact]],
+    *,
+    entities: dict[Any, int],
+    actor: Actor,
+    reader: BundleReader,
+    now: datetime,
+) -> None:
+    """For `_write_facts`, once the new facts have their ids: their entity links, feedback and
+    history (each event's actor marked as imported), and an import event for each."""
     links, feedback, history = [], [], []
     for record_id, body, fact in new:
         batch.created[record_id] = fact.pk
@@ -352,7 +368,6 @@ def _write_facts(
     FactEntity.objects.bulk_create(links, ignore_conflicts=True, batch_size=2000)
     Feedback.objects.bulk_create(feedback, batch_size=2000)
     FactEvent.objects.bulk_create(history, batch_size=2000)
-    summary.added += len(new)
 
 
 def imported(actor: str) -> str:
