@@ -153,6 +153,32 @@ def _newer(a: Fact, b: Fact) -> tuple[Fact, Fact]:
     return (a, b) if (a.created_at, a.pk) <= (b.created_at, b.pk) else (b, a)
 
 
+def _partners(
+    tenant: Tenant, candidates: dict[int, dict[int, float | None]], space: Any
+) -> tuple[dict[int, Fact], dict[tuple[int, int], float]]:
+    """The candidates' partners that are active facts, by id, and the cosine of each pair that
+    was found by a shared entity rather than by its vector (one statement for all of them)."""
+    partners = {
+        p.pk: p
+        for p in Fact.objects.for_tenant(tenant)
+        .filter(pk__in={pid for found in candidates.values() for pid in found},
+                status=Status.ACTIVE, kind=Kind.FACT)
+        .defer("search_vector")
+    }  # fmt: skip
+    missing = [
+        (fid, pid)
+        for fid, found in candidates.items()
+        for pid, score in found.items()
+        if score is None and pid in partners
+    ]
+    scores = (
+        sql.vector_pair_scores(tenant_id=tenant.pk, pairs=missing, model=space.name)
+        if space is not None
+        else {}
+    )
+    return partners, scores
+
+
 def conflicts_check(*, tenant: Tenant, fact_ids: list[int]) -> CheckResult:
     """Compare each of these facts with its neighbours; record the pairs that disagree, join
     a duplicate to the older fact. Idempotent: a pair is recorded once, whatever its fate."""
@@ -166,24 +192,7 @@ def conflicts_check(*, tenant: Tenant, fact_ids: list[int]) -> CheckResult:
             .order_by("pk")
         )
         candidates = _candidates(tenant, facts, space)
-        partners = {
-            p.pk: p
-            for p in Fact.objects.for_tenant(tenant)
-            .filter(pk__in={pid for found in candidates.values() for pid in found},
-                    status=Status.ACTIVE, kind=Kind.FACT)
-            .defer("search_vector")
-        }  # fmt: skip
-        missing = [
-            (fid, pid)
-            for fid, found in candidates.items()
-            for pid, score in found.items()
-            if score is None and pid in partners
-        ]
-        scores = (
-            sql.vector_pair_scores(tenant_id=tenant.pk, pairs=missing, model=space.name)
-            if space is not None
-            else {}
-        )
+        partners, scores = _partners(tenant, candidates, space)
         threshold = float(tenant.setting("duplicate_threshold"))
         gone: set[int] = set()  # left recall during this check (joined, superseded)
         for fact in facts:
