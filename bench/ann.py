@@ -23,7 +23,7 @@ statistics), in the bench database:
   them (seconds: what PostgreSQL spends on the HNSW inserts while the workers embed);
 - each question asked in each tenant with the product's query (`indexing.sql.vector_candidates`:
   the tenant inside the scan, `hnsw.ef_search` 100 or `--ef-search`, iterative scan in relaxed
-  order, LIMIT 100 as `retrieval.search.CANDIDATES`, or `--rerank` rows, sorted after it by
+  order, LIMIT 100 as `retrieval.channels.CANDIDATES`, or `--rerank` rows, sorted after it by
   the full vectors' distance): recall@10 / recall@100 = the share of the tenant's exact 10 /
   100 nearest vectors among its first 10 / 100 rows (exact: every vector compared, in NumPy);
   whether the planner scanned the HNSW
@@ -47,7 +47,7 @@ SECOND_SHARE = 0.5
 INSERTS = 2000
 INSERT_BATCH = 256  # facts.embedding.EMBED_BATCH: a worker writes a batch's vectors at once
 EF_SEARCH = 100  # indexing.sql.vector_candidates' default, unless --ef-search says otherwise
-KS = (10, 100)  # the top of a context, and retrieval.search.CANDIDATES
+KS = (10, 100)  # the top of a context, and retrieval.channels.CANDIDATES
 
 
 def load_texts(data: Path) -> tuple[list[str], list[str]]:

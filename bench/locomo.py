@@ -132,7 +132,7 @@ class _Ranker:
         sessions = sorted({f.session_id for f in facts})
         self.session = np.array([sessions.index(f.session_id) for f in facts])
         self.sessions = len(sessions)
-        # Sessions whose text matches as a whole (retrieval.search._session_match), when full
+        # Sessions whose text matches as a whole (retrieval.channels._session_match), when full
         # text ran.
         matched = gathered.sessions
         self.matched = (

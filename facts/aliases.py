@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from facts.curation import entity_event_record, entity_locked
-from facts.extract import _SURNAMES, _TITLE_WORDS, _TITLES
+from facts.extract.chinese import _SURNAMES, _TITLES
+from facts.extract.english import _TITLE_WORDS
 from facts.models import Entity, EntityAction, EntityEvent, EntityType, FactEntity, Status
 from tenants.actors import Actor
 from tenants.errors import InvalidInput

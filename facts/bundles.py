@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 FORMAT = "mnemosyne-bundle"
 VERSION = 2
@@ -133,6 +133,37 @@ def _record_label(number: int, kind: str, ident: Any) -> str:
     return f"record {number} ({kind} {ident})"
 
 
+def _write_records(
+    records: Iterable[BundleRecord], data: BinaryIO, index: BinaryIO
+) -> tuple[dict[str, int], int, str, str]:
+    """Each record compressed into `data` and its index line into `index`, both then synced to
+    disk: the count of each record type, the data's size and the two files' SHA-256."""
+    counts = dict.fromkeys(RECORD_TYPES, 0)
+    data_hash, index_hash = hashlib.sha256(), hashlib.sha256()
+    offset = 0
+    for number, record in enumerate(records):
+        if record.type not in counts:
+            raise ValueError(f"unknown record type {record.type!r}")
+        blob = zlib.compress(
+            json.dumps(record.body, ensure_ascii=False, separators=(",", ":")).encode(), 6
+        )
+        entry = {
+            "n": number, "type": record.type, "id": record.id, "offset": offset,
+            "length": len(blob), "crc32": zlib.crc32(blob), "meta": record.meta,
+        }  # fmt: skip
+        line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
+        data.write(blob)
+        index.write(line)
+        data_hash.update(blob)
+        index_hash.update(line)
+        offset += len(blob)
+        counts[record.type] += 1
+    for handle in (data, index):
+        handle.flush()
+        os.fsync(handle.fileno())
+    return counts, offset, data_hash.hexdigest(), index_hash.hexdigest()
+
+
 def bundle_write(
     *,
     stem: Path,
@@ -147,31 +178,9 @@ def bundle_write(
     stem.parent.mkdir(parents=True, exist_ok=True)
     data_path, index_path, manifest_path = bundle_paths(stem)
     temporary = [p.with_name(p.name + f".tmp{os.getpid()}") for p in (data_path, index_path)]
-    counts = dict.fromkeys(RECORD_TYPES, 0)
-    data_hash, index_hash = hashlib.sha256(), hashlib.sha256()
-    offset = 0
     try:
         with temporary[0].open("wb") as data, temporary[1].open("wb") as index:
-            for number, record in enumerate(records):
-                if record.type not in counts:
-                    raise ValueError(f"unknown record type {record.type!r}")
-                blob = zlib.compress(
-                    json.dumps(record.body, ensure_ascii=False, separators=(",", ":")).encode(), 6
-                )
-                entry = {
-                    "n": number, "type": record.type, "id": record.id, "offset": offset,
-                    "length": len(blob), "crc32": zlib.crc32(blob), "meta": record.meta,
-                }  # fmt: skip
-                line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
-                data.write(blob)
-                index.write(line)
-                data_hash.update(blob)
-                index_hash.update(line)
-                offset += len(blob)
-                counts[record.type] += 1
-            for handle in (data, index):
-                handle.flush()
-                os.fsync(handle.fileno())
+            counts, offset, data_sha256, index_sha256 = _write_records(records, data, index)
         manifest = Manifest(
             tenant=tenant,
             scope=scope,
@@ -180,11 +189,11 @@ def bundle_write(
             counts={k: v for k, v in counts.items() if v},
             created_at=datetime.now(UTC).isoformat(),
             files={
-                "data": {"name": data_path.name, "size": offset, "sha256": data_hash.hexdigest()},
+                "data": {"name": data_path.name, "size": offset, "sha256": data_sha256},
                 "index": {
                     "name": index_path.name,
                     "size": temporary[1].stat().st_size,
-                    "sha256": index_hash.hexdigest(),
+                    "sha256": index_sha256,
                 },
             },
             extra=extra or {},

@@ -1,12 +1,8 @@
 """Conflicts and near-duplicates: statements that disagree become `Conflict` rows for an admin
 to decide; statements that say what is already stored join the stored fact.
 
-- When a fact is stored, `fact_add` asks `fact_near_check`: a fact of the same scope whose
-  vector is at least the tenant's `duplicate_threshold` close (or whose text is the same up to
-  case, width, spacing and punctuation), and that the judgement finds saying the same, is
-  joined instead (`fact_join`); the caller is told which. Turns are never joined. A near fact
-  the judgement finds disagreeing is never joined: the new fact is stored and the conflict
-  recorded at once (`conflicts_record_new`).
+- When a fact is stored, `facts.near_duplicates` finds the fact it repeats (and joins it) and
+  the facts it disagrees with; `conflicts_record_new` records those conflicts at once.
 - After a worker embedded facts, `conflicts_check` compares each with its nearest neighbours
   and with the facts that share its entities (`facts.contradiction.pair_judge`): a
   disagreement is recorded once per pair, a duplicate that slipped through (an import, a
@@ -15,6 +11,8 @@ to decide; statements that say what is already stored join the stored fact.
 - `conflict_resolve`: keep both, supersede the older by the newer (it leaves recall, keeps its
   history, its trust drops), or dismiss. Audited on both facts. A tenant may let a clear,
   newer statement supersede the older one at once (`conflict_auto_supersede`).
+
+The reads of conflicts (a page of them, one of them) are in `facts.selectors.conflicts`.
 """
 
 from __future__ import annotations
@@ -24,15 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from facts.contradiction import CONTRADICT, DUPLICATE, Verdict, pair_judge
-from facts.entities import entities_found, entity_dictionary, entity_resolve
-from facts.events import fact_event_record
-from facts.inputs import MAX_ID, MAX_TAGS
+from facts.inputs import MAX_ID
 from facts.models import (
     Conflict,
     ConflictResolution,
@@ -44,21 +38,19 @@ from facts.models import (
     Kind,
     Status,
 )
+from facts.near_duplicates import NEIGHBOUR_MIN_COSINE, _set_status_event, fact_join
 from indexing import sql
-from indexing.embedders import EmbedderError
-from indexing.vectors import embedder_for, serving_space
+from indexing.vectors import serving_space
 from tenants import cross_tenant
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.models import Tenant
 from tenants.scope import scope_within, tenant_scope
-from tenants.validation import check_choice
 
 logger = logging.getLogger(__name__)
 
 # Neighbours compared with a new fact: the nearest vectors, and the facts sharing an entity.
 NEIGHBOURS = 10
-NEIGHBOUR_MIN_COSINE = 0.8
 ENTITY_NEIGHBOURS = 30
 # An entity linked to more facts than this says little about which pairs disagree.
 ENTITY_MAX_FACTS = 200
@@ -69,98 +61,9 @@ TRUST_SUPERSEDED = 0.2  # how much trust a superseded fact loses
 JOB = Actor.job("conflicts")
 
 
-def _set_status_event(tenant: Tenant, fact: Fact, action: str, actor: Actor, **values: Any) -> None:
-    before, after = values.get("before"), values.get("after")
-    fact_event_record(tenant, fact.pk, action, actor, before=before, after=after)
-
-
 def _in_scope(scope: str, other: str) -> bool:
     """The same scope, or one inside the other (user:alice and user:alice/project:x)."""
     return scope_within(other, scope) or scope_within(scope, other)
-
-
-# -- near-duplicates ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NearDuplicate:
-    fact: Fact
-    similarity: float
-    reason: str  # "same text" or "similar"
-
-
-@dataclass(frozen=True)
-class PassageVector:
-    """A text's vector as a passage, by the model that serves recall."""
-
-    vector: np.ndarray
-    model: str
-    dimension: int
-
-
-def passage_vector(*, tenant: Tenant, text: str) -> PassageVector | None:
-    """`text`'s vector as a passage by the serving model: None before any model serves, or
-    when the embedder fails (logged; the worker embeds the fact later)."""
-    space = serving_space()
-    if space is None:
-        return None
-    try:
-        vector = embedder_for(space).embed([text], purpose="passage")[0]
-    except EmbedderError as error:
-        logger.warning("tenant %s: near-duplicate check without vectors: %s", tenant.pk, error)
-        return None
-    return PassageVector(vector, space.name, space.dimension)
-
-
-@dataclass(frozen=True)
-class NearCheck:
-    """What the facts of a scope nearest to a new statement say of it: the one it repeats, if
-    any, and those it disagrees with (with the judgement's verdict)."""
-
-    duplicate: NearDuplicate | None
-    disagreeing: list[tuple[Fact, Verdict]]
-
-
-def fact_near_check(*, tenant: Tenant, content: str, scope: str, query: PassageVector) -> NearCheck:
-    """Judge `content` against the active facts of this scope nearest to it. Caller holds the
-    tenant scope. `query`: `content`'s vector (`passage_vector`; `fact_add` keeps it as the new
-    fact's). Without a working embedder there is no vector, and only the same text is found
-    (by fact_add).
-
-    A fact at least the tenant's `duplicate_threshold` close that the judgement finds saying
-    the same is the duplicate; a fact the judgement finds disagreeing is never one, however
-    close (Alice prefers green tea over coffee / coffee over green tea are 0.995 apart in e5):
-    the caller records the conflict once the new fact is stored."""
-    threshold = float(tenant.setting("duplicate_threshold"))
-    vector, model, dimension = query.vector, query.model, query.dimension
-    rows = sql.vector_candidates(
-        tenant_id=tenant.pk,
-        vector=vector,
-        model=model,
-        dimension=dimension,
-        filters=sql.Filters(scope_prefix=scope, kind=Kind.FACT),
-        limit=5,
-    )
-    similar = {fid: score for fid, score, _ in rows if score >= NEIGHBOUR_MIN_COSINE}
-    if not similar:
-        return NearCheck(None, [])
-    facts = (
-        Fact.objects.for_tenant(tenant)
-        .filter(pk__in=similar, scope=scope, status=Status.ACTIVE)
-        .defer("search_vector")
-    )
-    duplicate: NearDuplicate | None = None
-    disagreeing: list[tuple[Fact, Verdict]] = []
-    for fact in sorted(facts, key=lambda f: -similar[f.pk]):
-        verdict = pair_judge(
-            fact.content, content, similarity=similar[fact.pk], duplicate_threshold=threshold
-        )
-        if verdict.label == CONTRADICT:
-            disagreeing.append((fact, verdict))
-        elif verdict.label == DUPLICATE and duplicate is None:
-            duplicate = NearDuplicate(fact=fact, similarity=round(similar[fact.pk], 4),
-                                      reason=verdict.reason)  # fmt: skip
-    return NearCheck(duplicate, disagreeing)
 
 
 def conflicts_record_new(
@@ -176,33 +79,6 @@ def conflicts_record_new(
         if conflict is not None:
             recorded.append(conflict)
     return recorded
-
-
-def fact_join(
-    *, tenant: Tenant, fact: Fact, content: str, tags: list[str], actor: Actor, similarity: float
-) -> Fact:
-    """`content` says what `fact` says: count it, add its tags and entities to `fact`, and
-    record the join in the fact's history. Caller holds the tenant scope."""
-    fact = Fact.objects.for_tenant(tenant).select_for_update().get(pk=fact.pk)
-    added_tags = [t for t in tags if t not in fact.tags][: max(0, MAX_TAGS - len(fact.tags))]
-    fact.tags = [*fact.tags, *added_tags]
-    fact.mention_count += 1
-    fact.save(update_fields=["tags", "mention_count", "updated_at"])
-    linked = set(
-        FactEntity.objects.for_tenant(tenant).filter(fact=fact).values_list("entity_id", flat=True)
-    )
-    dictionary = entity_dictionary(tenant=tenant)
-    for found in entities_found(content, dictionary=dictionary):
-        entity = entity_resolve(tenant=tenant, name=found.name, type=found.type)
-        if entity.pk not in linked:
-            FactEntity.objects.create(tenant=tenant, fact=fact, entity=entity)
-            linked.add(entity.pk)
-    _set_status_event(
-        tenant, fact, EventAction.JOIN, actor,
-        after={"content": content, "similarity": similarity, "tags_added": added_tags,
-               "mention_count": fact.mention_count},
-    )  # fmt: skip
-    return fact
 
 
 # -- detection --------------------------------------------------------------------------------
@@ -277,6 +153,32 @@ def _newer(a: Fact, b: Fact) -> tuple[Fact, Fact]:
     return (a, b) if (a.created_at, a.pk) <= (b.created_at, b.pk) else (b, a)
 
 
+def _partners(
+    tenant: Tenant, candidates: dict[int, dict[int, float | None]], space: Any
+) -> tuple[dict[int, Fact], dict[tuple[int, int], float]]:
+    """The candidates' partners that are active facts, by id, and the cosine of each pair that
+    was found by a shared entity rather than by its vector (one statement for all of them)."""
+    partners = {
+        p.pk: p
+        for p in Fact.objects.for_tenant(tenant)
+        .filter(pk__in={pid for found in candidates.values() for pid in found},
+                status=Status.ACTIVE, kind=Kind.FACT)
+        .defer("search_vector")
+    }  # fmt: skip
+    missing = [
+        (fid, pid)
+        for fid, found in candidates.items()
+        for pid, score in found.items()
+        if score is None and pid in partners
+    ]
+    scores = (
+        sql.vector_pair_scores(tenant_id=tenant.pk, pairs=missing, model=space.name)
+        if space is not None
+        else {}
+    )
+    return partners, scores
+
+
 def conflicts_check(*, tenant: Tenant, fact_ids: list[int]) -> CheckResult:
     """Compare each of these facts with its neighbours; record the pairs that disagree, join
     a duplicate to the older fact. Idempotent: a pair is recorded once, whatever its fate."""
@@ -290,24 +192,7 @@ def conflicts_check(*, tenant: Tenant, fact_ids: list[int]) -> CheckResult:
             .order_by("pk")
         )
         candidates = _candidates(tenant, facts, space)
-        partners = {
-            p.pk: p
-            for p in Fact.objects.for_tenant(tenant)
-            .filter(pk__in={pid for found in candidates.values() for pid in found},
-                    status=Status.ACTIVE, kind=Kind.FACT)
-            .defer("search_vector")
-        }  # fmt: skip
-        missing = [
-            (fid, pid)
-            for fid, found in candidates.items()
-            for pid, score in found.items()
-            if score is None and pid in partners
-        ]
-        scores = (
-            sql.vector_pair_scores(tenant_id=tenant.pk, pairs=missing, model=space.name)
-            if space is not None
-            else {}
-        )
+        partners, scores = _partners(tenant, candidates, space)
         threshold = float(tenant.setting("duplicate_threshold"))
         gone: set[int] = set()  # left recall during this check (joined, superseded)
         for fact in facts:
@@ -475,46 +360,3 @@ def conflict_resolve(
         if conflict.status != ConflictStatus.OPEN:
             raise InvalidInput("decision", f"conflict {conflict.pk} was decided already")
         return _resolve(tenant, conflict, decision, actor, note)
-
-
-# -- reads ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ConflictPage:
-    conflicts: list[Conflict]
-    next_cursor: int | None
-
-
-def _conflicts(tenant: Tenant) -> QuerySet[Conflict]:
-    return Conflict.objects.for_tenant(tenant).select_related("fact_a", "fact_b")
-
-
-def conflict_list(
-    *, tenant: Tenant, status: str | None = ConflictStatus.OPEN, fact_id: int | None = None,
-    limit: int = 50, cursor: int | None = None,
-) -> ConflictPage:  # fmt: skip
-    """Conflicts, newest first; `status` None for all. `cursor`: the id a page ended before."""
-    check_choice("status", status, ConflictStatus.values)
-    with tenant_scope(tenant):
-        rows = _conflicts(tenant)
-        if status is not None:
-            rows = rows.filter(status=status)
-        if fact_id is not None:
-            rows = rows.filter(Q(fact_a_id=fact_id) | Q(fact_b_id=fact_id))
-        if cursor is not None:
-            rows = rows.filter(pk__lt=cursor)
-        page = list(rows.order_by("-pk")[: limit + 1])
-    more = len(page) > limit
-    page = page[:limit]
-    return ConflictPage(conflicts=page, next_cursor=page[-1].pk if more and page else None)
-
-
-def conflict_get(*, tenant: Tenant, conflict_id: int) -> Conflict:
-    conflict = None
-    if 0 < conflict_id <= MAX_ID:
-        with tenant_scope(tenant):
-            conflict = _conflicts(tenant).filter(pk=conflict_id).first()
-    if conflict is None:
-        raise NotFound("conflict", conflict_id)
-    return conflict

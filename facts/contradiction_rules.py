@@ -166,7 +166,10 @@ def rules_judge(
     a: str, b: str, *, similarity: float | None = None, duplicate_threshold: float = 0.95
 ) -> Verdict:
     """The rules' verdict: contradict, duplicate or compatible, with the reason and how sure.
-    The judgement (`facts.judgement`) takes it as one of its cues."""
+    The judgement (`facts.judgement`) takes it as one of its cues.
+
+    One function on purpose: the rules are tried in order, each reading the measures of the
+    pair computed at the top; split, every part would take them all as arguments."""
     if fold(a) == fold(b):
         return Verdict(DUPLICATE, "same text", 1.0)
     sa, sb = statement(a), statement(b)

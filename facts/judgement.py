@@ -276,6 +276,10 @@ class Cues:
 
 
 def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: float) -> Cues:
+    """The cues of the pair (a, b) for the model, and the kinds of disagreement they show.
+
+    One function on purpose: the vector is written out in the order of CUES from the measures
+    computed above it; split, each part would take most of them as arguments."""
     sa, sb = statement(a), statement(b)
     ma, mb = markers(a), markers(b)
     cosine = COSINE_UNKNOWN if similarity is None else float(similarity)

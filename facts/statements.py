@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
@@ -232,7 +232,7 @@ def _stem(word: str) -> str:
 
 @cache
 def _zh_tagger() -> Any:
-    from facts.extract import _pos_tokenizer
+    from facts.extract.chinese import _pos_tokenizer
 
     return _pos_tokenizer()
 
@@ -246,137 +246,158 @@ def fold(text: str) -> str:
 TEXTS_KEPT = 4096
 
 
-@lru_cache(maxsize=TEXTS_KEPT)
-def statement(text: str) -> Statement:
-    normalized = unicodedata.normalize("NFKC", text)
-    words: set[str] = set()
-    sequence: list[str] = []
-    values: list[str] = []  # in order: 'from 1 to 2' is not 'from 2 to 1'
-    capitals: set[str] = set()
-    verbish: set[str] = set()
-    negations = 0
-    additive = False
-    exclusive = ability = False
-    possessed: set[str] = set()
-    # Chinese runs: weekdays, then jieba tokens with their tags.
+@dataclass
+class _Reading:
+    """What `statement` gathers from a text: the Chinese runs first, then the rest."""
+
+    words: set[str] = field(default_factory=set)
+    sequence: list[str] = field(default_factory=list)
+    values: list[str] = field(default_factory=list)  # in order: 'from 1 to 2' is not 'from 2 to 1'
+    capitals: set[str] = field(default_factory=set)
+    verbish: set[str] = field(default_factory=set)
+    possessed: set[str] = field(default_factory=set)
+    negations: int = 0
+    additive: bool = False
+    exclusive: bool = False
+    ability: bool = False
+
+
+def _read_chinese(normalized: str, reading: _Reading) -> None:
+    """The Chinese runs: weekdays, then jieba tokens with their tags."""
     for run in _HAN_RUN.finditer(normalized):
         chunk = run.group()
         # 3只猫: 只 after a digit counts cats, it does not say "only".
         counted = run.start() > 0 and normalized[run.start() - 1].isdigit()
         for match in _ZH_WEEKDAY.finditer(chunk):
-            values.append(_ZH_WEEKDAYS[match.group(1)])
+            reading.values.append(_ZH_WEEKDAYS[match.group(1)])
         chunk = _ZH_WEEKDAY.sub(" ", chunk)
         chunk = _ZH_SYNONYM_PATTERN.sub(lambda m: _ZH_SYNONYM_TEXT[m.group()], chunk)
         for piece in chunk.split():
             tokens = list(_zh_tagger().cut(piece, HMM=False))
-            after_de = False
-            for index, token in enumerate(tokens):
-                word, flag = _ZH_SYNONYM_WORDS.get(token.word, token.word), token.flag
-                if word == "会" and index + 1 < len(tokens):
-                    following = tokens[index + 1]
-                    if following.flag.startswith(("v", "n")) and (
-                        following.word not in _ZH_NOT_ABILITY
-                    ):
-                        ability = True
-                if counted and index == 0 and word == "只":
-                    continue
-                if len(word) == 2 and word[0] in "只仅" and word[1] in _ZH_ONLY_VERBS:
-                    exclusive, word = True, word[1:]  # 只有, 只用, 只吃: the only one
-                if word in _ZH_EXCLUSIVE or word in _ZH_REPLACING:
-                    exclusive = True
-                    continue
-                if word in _ZH_NOT_NEGATION:
-                    words.add(word)
-                    sequence.append(word)
-                    continue
-                if word in _ZH_NEGATED:
-                    negations += 1
-                    word = _ZH_NEGATED[word]
-                if word in _ZH_NEGATION or (
-                    len(word) <= 3 and word[0] in "不没" and word not in _ZH_NOT_NEGATION
-                ):
-                    negations += 1
-                    rest = word[1:] if word not in _ZH_NEGATION else ""
-                    if rest.startswith("有"):
-                        rest = rest[1:]
-                    rest = _ZH_SYNONYM_WORDS.get(rest, rest)
-                    if rest:
-                        words.add(rest)
-                        sequence.append(rest)
-                    continue
-                if word in _ZH_ADDITIVE:
-                    additive = True
-                    continue
-                head = _ZH_NUMERAL.match(word)
-                if head is not None and (head.end() == len(word) or flag in _ZH_NUMBER_TAGS):
-                    number = _zh_number(head.group())
-                    if number is not None:
-                        unit = word[head.end() : head.end() + 1]
-                        values.append(f"{number:g}{unit if unit in _ZH_DATE_UNITS else ''}")
-                        continue
-                if flag in ("m", "q", "mq") and len(word) == 1:
-                    continue  # a unit on its own: 元, 个
-                if word in _ZH_STOP or not word.strip():
-                    after_de = word == "的"
-                    continue
-                words.add(word)
-                sequence.append(word)
-                if after_de:
-                    possessed.add(word)
-                if flag in _ZH_VERBISH_TAGS:
-                    verbish.add(word)
+            _read_chinese_tokens(tokens, counted, reading)
+
+
+def _read_chinese_tokens(tokens: list[Any], counted: bool, reading: _Reading) -> None:
+    """One piece of a Chinese run, as jieba's (word, tag) tokens; `counted`: the run follows a
+    digit (3只猫: 只 counts cats, it does not say "only")."""
+    after_de = False
+    for index, token in enumerate(tokens):
+        word, flag = _ZH_SYNONYM_WORDS.get(token.word, token.word), token.flag
+        if word == "会" and index + 1 < len(tokens):
+            following = tokens[index + 1]
+            if following.flag.startswith(("v", "n")) and (following.word not in _ZH_NOT_ABILITY):
+                reading.ability = True
+        if counted and index == 0 and word == "只":
+            continue
+        if len(word) == 2 and word[0] in "只仅" and word[1] in _ZH_ONLY_VERBS:
+            reading.exclusive, word = True, word[1:]  # 只有, 只用, 只吃: the only one
+        if word in _ZH_EXCLUSIVE or word in _ZH_REPLACING:
+            reading.exclusive = True
+            continue
+        if word in _ZH_NOT_NEGATION:
+            reading.words.add(word)
+            reading.sequence.append(word)
+            continue
+        if word in _ZH_NEGATED:
+            reading.negations += 1
+            word = _ZH_NEGATED[word]
+        if word in _ZH_NEGATION or (
+            len(word) <= 3 and word[0] in "不没" and word not in _ZH_NOT_NEGATION
+        ):
+            reading.negations += 1
+            rest = word[1:] if word not in _ZH_NEGATION else ""
+            if rest.startswith("有"):
+                rest = rest[1:]
+            rest = _ZH_SYNONYM_WORDS.get(rest, rest)
+            if rest:
+                reading.words.add(rest)
+                reading.sequence.append(rest)
+            continue
+        if word in _ZH_ADDITIVE:
+            reading.additive = True
+            continue
+        head = _ZH_NUMERAL.match(word)
+        if head is not None and (head.end() == len(word) or flag in _ZH_NUMBER_TAGS):
+            number = _zh_number(head.group())
+            if number is not None:
+                unit = word[head.end() : head.end() + 1]
+                reading.values.append(f"{number:g}{unit if unit in _ZH_DATE_UNITS else ''}")
+                continue
+        if flag in ("m", "q", "mq") and len(word) == 1:
+            continue  # a unit on its own: 元, 个
+        if word in _ZH_STOP or not word.strip():
+            after_de = word == "的"
+            continue
+        reading.words.add(word)
+        reading.sequence.append(word)
+        if after_de:
+            reading.possessed.add(word)
+        if flag in _ZH_VERBISH_TAGS:
+            reading.verbish.add(word)
+
+
+def _read_latin(normalized: str, reading: _Reading) -> None:
+    """Everything outside the Chinese runs: numbers, then words."""
     latin = _HAN_RUN.sub(" ", normalized)
     for match in _NUMBER.finditer(latin):
-        values.append(match.group().replace(",", ""))
+        reading.values.append(match.group().replace(",", ""))
     latin = _NUMBER.sub(" ", latin)
     for raw in _LATIN_WORD.findall(latin):
         lower = raw.lower().replace("’", "'")
         if any(char.isdigit() for char in raw):  # a name with digits: a word as it stands
-            words.add(lower)
-            sequence.append(lower)
-            capitals.add(lower)
+            reading.words.add(lower)
+            reading.sequence.append(lower)
+            reading.capitals.add(lower)
             continue
         if lower == "o'clock":
             continue
         bare = lower.replace("'", "")
         if bare in _EN_NEGATION or lower.endswith("n't"):
-            negations += 1
+            reading.negations += 1
             continue
         if lower in _EN_ADDITIVE:
-            additive = True
+            reading.additive = True
             continue
         if lower in _EN_NUMBERS:
-            values.append(f"{_EN_NUMBERS[lower]:g}")
+            reading.values.append(f"{_EN_NUMBERS[lower]:g}")
             continue
         if lower in _EN_WEEKDAYS:
-            values.append(_EN_WEEKDAYS[lower])
+            reading.values.append(_EN_WEEKDAYS[lower])
             continue
         if lower in _EN_MONTHS and (raw[0].isupper() or lower != "may"):
-            values.append(_EN_MONTHS[lower])
+            reading.values.append(_EN_MONTHS[lower])
             continue
         if lower in ("am", "pm") or lower in _EN_STOP:
             continue
         word = _stem(lower)
         if word in _EN_NEGATED:
-            negations += 1
+            reading.negations += 1
             word = _EN_NEGATED[word]
-        words.add(word)
-        sequence.append(word)
+        reading.words.add(word)
+        reading.sequence.append(word)
         if raw[0].isupper():
-            capitals.add(word)
+            reading.capitals.add(word)
         if word in _EN_VERBISH or lower in _EN_VERBISH:
-            verbish.add(word)
+            reading.verbish.add(word)
+
+
+@lru_cache(maxsize=TEXTS_KEPT)
+def statement(text: str) -> Statement:
+    normalized = unicodedata.normalize("NFKC", text)
+    reading = _Reading()
+    _read_chinese(normalized, reading)
+    _read_latin(normalized, reading)
     return Statement(
-        words=frozenset(words),
-        sequence=tuple(sequence),
-        values=frozenset(values),
-        value_order=tuple(values),
-        negated=negations % 2 == 1,
-        additive=additive,
-        capitals=frozenset(capitals),
-        verbish=frozenset(verbish),
+        words=frozenset(reading.words),
+        sequence=tuple(reading.sequence),
+        values=frozenset(reading.values),
+        value_order=tuple(reading.values),
+        negated=reading.negations % 2 == 1,
+        additive=reading.additive,
+        capitals=frozenset(reading.capitals),
+        verbish=frozenset(reading.verbish),
         text=fold(text),
-        exclusive=exclusive,
-        ability=ability,
-        possessed=frozenset(possessed),
+        exclusive=reading.exclusive,
+        ability=reading.ability,
+        possessed=frozenset(reading.possessed),
     )

@@ -42,7 +42,6 @@ from facts.models import (
 )
 from indexing.vectors import configured_embedder
 from tenants.actors import Actor
-from tenants.errors import InvalidInput
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -276,7 +275,7 @@ def _write_facts(
 ) -> None:
     """Write the waiting fact records: the new ones in bulk, with their links, feedback and
     history; the ones already there counted, or restored when archived here and active there."""
-    from facts.services import _facts_insert
+    from facts.services.rows import _facts_insert
 
     existing = _existing(tenant, [body for _, body in batch.facts])
     new: list[tuple[Any, dict[str, Any], Fact]] = []
@@ -317,6 +316,22 @@ def _write_facts(
     if not new:
         return
     _facts_insert([fact for _, _, fact in new])  # search vectors made as they go in
+    _write_related(tenant, batch, new, entities=entities, actor=actor, reader=reader, now=now)
+    summary.added += len(new)
+
+
+def _write_related(
+    tenant: Tenant,
+    batch: _Batch,
+    new: list[tuple[Any, dict[str, Any], Fact]],
+    *,
+    entities: dict[Any, int],
+    actor: Actor,
+    reader: BundleReader,
+    now: datetime,
+) -> None:
+    """For `_write_facts`, once the new facts have their ids: their entity links, feedback and
+    history (each event's actor marked as imported), and an import event for each."""
     links, feedback, history = [], [], []
     for record_id, body, fact in new:
         batch.created[record_id] = fact.pk
@@ -353,7 +368,6 @@ def _write_facts(
     FactEntity.objects.bulk_create(links, ignore_conflicts=True, batch_size=2000)
     Feedback.objects.bulk_create(feedback, batch_size=2000)
     FactEvent.objects.bulk_create(history, batch_size=2000)
-    summary.added += len(new)
 
 
 def imported(actor: str) -> str:
@@ -390,7 +404,7 @@ def tenant_import(
 ) -> ImportSummary:
     """Import a bundle into `tenant` (the same or another one): all or nothing, idempotent.
     Facts are written in rounds of IMPORT_BATCH, each a few bulk inserts."""
-    from facts.services import _schedule_embedding, content_hash
+    from facts.services.rows import _schedule_embedding, content_hash
 
     embedder = configured_embedder()
     model = embedder.name
@@ -443,61 +457,3 @@ def tenant_import(
     # analysed (facts.tasks): the import does, as fact_import does.
     tables_analyze_own_changes()
     return summary
-
-
-# -- one file for HTTP: the bundle's three files in a tar --------------------------------------
-
-TAR_MEMBERS = {".dat", ".idx", ".manifest.json"}
-
-
-def bundle_tar_stream(stem: Path, *, cleanup: Path | None = None) -> Iterator[bytes]:
-    """The bundle at `stem` as an uncompressed tar, in chunks (its records are compressed
-    already); `cleanup` (a temporary folder) is removed once the last chunk went out."""
-    import shutil
-    import tarfile
-
-    from facts.bundles import bundle_paths
-
-    try:
-        for path in bundle_paths(stem):
-            info = tarfile.TarInfo(f"bundle{path.name[len(stem.name) :]}")
-            info.size = path.stat().st_size
-            info.mtime = int(path.stat().st_mtime)
-            yield info.tobuf(format=tarfile.PAX_FORMAT)
-            with path.open("rb") as handle:
-                while chunk := handle.read(1 << 20):
-                    yield chunk
-            padding = -path.stat().st_size % 512
-            if padding:
-                yield b"\0" * padding
-        yield b"\0" * 1024
-    finally:
-        if cleanup is not None:
-            shutil.rmtree(cleanup, ignore_errors=True)
-
-
-def bundle_from_tar(upload: Any, folder: Path) -> Path:
-    """Unpack an uploaded tar holding one bundle into `folder`; only the three bundle files,
-    nothing else, no paths. Returns the bundle's stem."""
-    import tarfile
-
-    stem = folder / "bundle"
-    found = set()
-    try:
-        with tarfile.open(fileobj=upload, mode="r|*") as tar:
-            for member in tar:
-                suffix = member.name[len("bundle") :] if member.name.startswith("bundle") else ""
-                if not member.isfile() or suffix not in TAR_MEMBERS or suffix in found:
-                    raise InvalidInput("bundle", f"unexpected member {member.name!r} in the tar")
-                source = tar.extractfile(member)
-                assert source is not None  # noqa: S101 - a regular file has content
-                with (folder / f"bundle{suffix}").open("wb") as target:
-                    while chunk := source.read(1 << 20):
-                        target.write(chunk)
-                found.add(suffix)
-    except tarfile.TarError as error:
-        raise InvalidInput("bundle", f"not a tar of a bundle ({error})") from None
-    if found != TAR_MEMBERS:
-        missing = ", ".join(sorted(f"bundle{s}" for s in TAR_MEMBERS - found))
-        raise InvalidInput("bundle", f"the tar lacks {missing}")
-    return stem

@@ -156,39 +156,17 @@ def _describe(value: Any) -> str:
     return "(none)" if value is None else str(value)
 
 
-def install(
+def _configure(
+    config_path: Path,
     *,
-    hermes_home: Path,
     url: str,
     api_key: str,
-    scope: str | None = None,
-    ca_file: str | None = None,
+    scope: str | None,
+    ca_file: str | None,
     say: Callable[[str], None],
 ) -> None:
-    hermes_home = hermes_home.expanduser().resolve()
-    api_key = (api_key or "").strip()
-    url = (url or "").strip().rstrip("/")
-    if not api_key:
-        raise InstallError("--api-key is required")
-    if not url.startswith(("http://", "https://")):
-        raise InstallError(f"--url {url or '(none)'}: give the server's http:// or https:// URL")
-    scope = (scope or "").strip().strip("/") or None
-    ca_file = str(Path(ca_file).expanduser().resolve()) if ca_file else None
-    config_path = provider_config.hermes_config_path(hermes_home)
-    if not hermes_home.is_dir():
-        raise InstallError(f"{hermes_home} is not a directory (is --hermes-home right?)")
-
-    say(f"Connecting the Hermes profile in {hermes_home} to Mnemosyne at {url}")
-    key = verify_key(url, api_key, ca_file or "", scope)
-    limit = f", within the scope {key.scope_prefix}" if key.scope_prefix else ""
-    say(
-        f"  API key {key.prefix}… ({key.name!r}) of tenant {key.tenant_slug} ({key.tenant_name}); "
-        f"it may {' and '.join(key.scopes)}{limit}"
-    )
-    folder = hermes_home / "plugins" / NAME
-    _write_plugin(folder)
-    say(f"  plugin: wrote {folder}/plugin.yaml and __init__.py")
-
+    """Point the profile's config.yaml at Mnemosyne (the provider and its section, an earlier
+    release's settings removed, the previous provider kept), and say what changed."""
     previous = provider_config.read_value(config_path, "memory.provider")
     changes: dict[str, Any] = {
         "memory.provider": NAME,
@@ -225,6 +203,42 @@ def install(
         say(f"  config.yaml: {_SECTION}: removed {', '.join(removed)} (no longer used)")
     if not updated and not removed:
         say(f"  config.yaml: {_SECTION} was up to date")
+
+
+def install(
+    *,
+    hermes_home: Path,
+    url: str,
+    api_key: str,
+    scope: str | None = None,
+    ca_file: str | None = None,
+    say: Callable[[str], None],
+) -> None:
+    hermes_home = hermes_home.expanduser().resolve()
+    api_key = (api_key or "").strip()
+    url = (url or "").strip().rstrip("/")
+    if not api_key:
+        raise InstallError("--api-key is required")
+    if not url.startswith(("http://", "https://")):
+        raise InstallError(f"--url {url or '(none)'}: give the server's http:// or https:// URL")
+    scope = (scope or "").strip().strip("/") or None
+    ca_file = str(Path(ca_file).expanduser().resolve()) if ca_file else None
+    config_path = provider_config.hermes_config_path(hermes_home)
+    if not hermes_home.is_dir():
+        raise InstallError(f"{hermes_home} is not a directory (is --hermes-home right?)")
+
+    say(f"Connecting the Hermes profile in {hermes_home} to Mnemosyne at {url}")
+    key = verify_key(url, api_key, ca_file or "", scope)
+    limit = f", within the scope {key.scope_prefix}" if key.scope_prefix else ""
+    say(
+        f"  API key {key.prefix}… ({key.name!r}) of tenant {key.tenant_slug} ({key.tenant_name}); "
+        f"it may {' and '.join(key.scopes)}{limit}"
+    )
+    folder = hermes_home / "plugins" / NAME
+    _write_plugin(folder)
+    say(f"  plugin: wrote {folder}/plugin.yaml and __init__.py")
+
+    _configure(config_path, url=url, api_key=api_key, scope=scope, ca_file=ca_file, say=say)
     say(f"  config.yaml: everything else in {config_path} is as it was")
     say(
         "Done. Hermes uses Mnemosyne from its next start with this profile "
@@ -284,13 +298,9 @@ def uninstall(*, hermes_home: Path, say: Callable[[str], None]) -> None:
     say("Done.")
 
 
-def main(
-    argv: list[str], parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
-) -> int:
-    """`mnemosyne hermes install|uninstall|import ...` (no Django, no database). `parser_class`:
-    the command line's parser (the `mnemosyne` command's makes errors one line)."""
-    from hermes_provider.memories import ImportFailed, offer_import, profile_import, summary
-
+def _parser(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """The command line of `mnemosyne hermes`: install, uninstall and import, with their
+    options."""
     parser = parser_class(
         prog="mnemosyne hermes",
         description="Connect a Hermes Agent profile to Mnemosyne (install), disconnect it "
@@ -338,6 +348,43 @@ def main(
                 help="bring along the profile's existing memories (default: ask when run in a "
                 "terminal, else say how)",
             )
+    return parser
+
+
+def _import(options: argparse.Namespace, home: Path, say: Callable[[str], None]) -> None:
+    """`mnemosyne hermes import`: the profile's memories, to the server it was installed with
+    unless the command line names another."""
+    from hermes_provider.memories import profile_import, summary
+
+    # What the command line leaves out, the profile's installed settings give: its
+    # memories land where the profile reads.
+    section = provider_config.read_section(home)
+    url, api_key, scope, ca_file = (
+        str(options.url or section.get("url") or "").strip().rstrip("/"),
+        str(options.api_key or section.get("api_key") or "").strip(),
+        str(options.scope or section.get("scope") or "").strip().strip("/") or None,
+        str(options.ca_file or section.get("ca_file") or ""),
+    )  # fmt: skip
+    if not url or not api_key:
+        raise InstallError(
+            f"{home} is not connected to Mnemosyne: give --url and --api-key "
+            "(or run `mnemosyne hermes install` first)"
+        )
+    say(f"Importing the memories of the Hermes profile in {home}")
+    result = profile_import(
+        url=url, api_key=api_key, hermes_home=home, scope=scope, ca_file=ca_file
+    )
+    say(summary(result))
+
+
+def main(
+    argv: list[str], parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+) -> int:
+    """`mnemosyne hermes install|uninstall|import ...` (no Django, no database). `parser_class`:
+    the command line's parser (the `mnemosyne` command's makes errors one line)."""
+    from hermes_provider.memories import ImportFailed, offer_import
+
+    parser = _parser(parser_class)
     options = parser.parse_args(argv)
     home = (options.hermes_home or default_hermes_home()).expanduser()
     say = print
@@ -361,25 +408,7 @@ def main(
                 say=say,
             )
         elif options.action == "import":
-            # What the command line leaves out, the profile's installed settings give: its
-            # memories land where the profile reads.
-            section = provider_config.read_section(home)
-            url, api_key, scope, ca_file = (
-                str(options.url or section.get("url") or "").strip().rstrip("/"),
-                str(options.api_key or section.get("api_key") or "").strip(),
-                str(options.scope or section.get("scope") or "").strip().strip("/") or None,
-                str(options.ca_file or section.get("ca_file") or ""),
-            )  # fmt: skip
-            if not url or not api_key:
-                raise InstallError(
-                    f"{home} is not connected to Mnemosyne: give --url and --api-key "
-                    "(or run `mnemosyne hermes install` first)"
-                )
-            say(f"Importing the memories of the Hermes profile in {home}")
-            result = profile_import(
-                url=url, api_key=api_key, hermes_home=home, scope=scope, ca_file=ca_file
-            )
-            say(summary(result))
+            _import(options, home, say)
         else:
             uninstall(hermes_home=home, say=say)
     except (InstallError, ImportFailed) as problem:

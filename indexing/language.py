@@ -5,7 +5,7 @@ closer to Chinese memories about other things than to the English memory it asks
 zh→en R@1 .15 with the vector channel alone). Removing the question's language from its vector
 (subtracting the mean vector of that language's texts, then normalising again) leaves what it
 is about; each memory's vector score then loses half the centred question's product with its
-own language's mean (retrieval.search.MEMORY_CENTRING), so memories in the question's language
+own language's mean (retrieval.channels.MEMORY_CENTRING), so memories in the question's language
 are not pushed down as a whole. Measured on bench.crosslingual (203 pairs), R@1 .98 or better
 both ways with e5's default fusion, stored vectors as they are. The means are computed once per
 model from `language_reference.jsonl` (110 Chinese and 112 English everyday sentences written

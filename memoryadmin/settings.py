@@ -22,6 +22,7 @@ from memoryadmin.env import (
     parse_database_url,
 )
 from memoryadmin.profile import production_settings
+from memoryadmin.schedule import beat_schedule
 from observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -339,64 +340,7 @@ MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS = env_int("MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS",
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = (Queue("celery"), Queue("heartbeat"), Queue("embed"))
 CELERY_TASK_ROUTES = {"facts.tasks.facts_embed_pending": {"queue": "embed"}}
-CELERY_BEAT_SCHEDULE = {
-    "heartbeat": {
-        "task": "memoryadmin.tasks.heartbeat",
-        "schedule": float(MNEMOSYNE_HEARTBEAT_SECONDS),
-        "options": {"expires": MNEMOSYNE_HEARTBEAT_SECONDS * 2, "queue": "heartbeat"},
-    },
-    # Safety net for lost nudges: facts still without a vector get one.
-    "embed-sweep": {
-        "task": "facts.tasks.facts_embed_sweep",
-        "schedule": float(env_int("MNEMOSYNE_EMBED_SWEEP_SECONDS", 60, minimum=1)),
-        "options": {"expires": 60},
-    },
-    # Facts stored before conflicts were looked for, or whose check was lost, get checked.
-    "conflicts-sweep": {
-        "task": "facts.tasks.facts_conflicts_sweep",
-        "schedule": 300.0,
-        "options": {"expires": 300},
-    },
-    # Importance follows use and the clock (recency): recomputed for each tenant whose
-    # policy's importance_every_hours has passed; feedback recomputes a fact at once.
-    "importance-sweep": {
-        "task": "facts.tasks.facts_importance_sweep",
-        "schedule": float(env_int("MNEMOSYNE_IMPORTANCE_SWEEP_SECONDS", 300, minimum=1)),
-        "options": {"expires": 300},
-    },
-    # Starts each tenant's retention run when its policy's interval has passed; sends again
-    # runs whose message was lost or whose worker died.
-    "retention-sweep": {
-        "task": "facts.tasks.retention_sweep",
-        "schedule": float(env_int("MNEMOSYNE_RETENTION_SWEEP_SECONDS", 60, minimum=1)),
-        "options": {"expires": 60},
-    },
-    # The dashboard's and entity lists' counts stay cheap to read: fold what changed.
-    "stats-sweep": {
-        "task": "facts.tasks.facts_stats_sweep",
-        "schedule": float(env_int("MNEMOSYNE_STATS_SWEEP_SECONDS", 30, minimum=1)),
-        "options": {"expires": 30},
-    },
-    # A large tenant's own full-text and vector indexes (retrieval.indexes) made and dropped.
-    "tenant-indexes-sweep": {
-        "task": "retrieval.tasks.retrieval_tenant_indexes_sync",
-        "schedule": float(env_int("MNEMOSYNE_TENANT_INDEX_SWEEP_SECONDS", 3600, minimum=1)),
-        "options": {"expires": 3600},
-    },
-    # Each tenant's audit chain digest (count and head hash) to the log and the digest table,
-    # when its chain moved: copies kept elsewhere prove later that nothing was rewritten.
-    "audit-digest": {
-        "task": "facts.tasks.audit_digest_sweep",
-        "schedule": float(env_int("MNEMOSYNE_AUDIT_DIGEST_SECONDS", 3600, minimum=1)),
-        "options": {"expires": 600},
-    },
-    # A changed extractor re-links every fact; lost relink jobs are sent again.
-    "relink-sweep": {
-        "task": "facts.tasks.entities_relink_sweep",
-        "schedule": 60.0,
-        "options": {"expires": 60},
-    },
-}
+CELERY_BEAT_SCHEDULE = beat_schedule(MNEMOSYNE_HEARTBEAT_SECONDS)
 # Active facts from which a tenant gets its own full-text and vector indexes (retrieval.indexes).
 MNEMOSYNE_TENANT_INDEX_FACTS = env_int("MNEMOSYNE_TENANT_INDEX_FACTS", 50_000, minimum=1)
 # Dotted path of the entity extractor `(text) -> list[facts.entities.FoundEntity]`; empty: none.

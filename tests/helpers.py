@@ -98,5 +98,5 @@ def tables_last_analysed() -> dict[str, Any]:
 
 
 def tasks_sent_on_commit(callbacks: list[Any], task: str) -> list[int]:
-    """The tenants a transaction's on-commit callbacks send `task` for (`facts.services`)."""
+    """The tenants a transaction's on-commit callbacks send `task` for (`facts.services.rows`)."""
     return [c.sends[1] for c in callbacks if getattr(c, "sends", (None,))[0] == task]

@@ -532,7 +532,7 @@ def test_nan_in_a_record_is_refused_as_json(filled, tenant, other_tenant, tmp_pa
 def test_the_api_answers_a_wrongly_typed_field_with_400_naming_it(
     filled, tenant, other_tenant, outsider, tmp_path
 ) -> None:
-    from facts.transfer import bundle_tar_stream
+    from facts.bundle_tar import bundle_tar_stream
     from tests.api_fixtures import signed_in
 
     stem = tmp_path / "acme"
@@ -606,8 +606,8 @@ def test_any_corruption_of_a_valid_bundle_is_refused_with_400_and_nothing_writte
     from hypothesis import HealthCheck, assume, given, settings
     from hypothesis import strategies as st
 
+    from facts.bundle_tar import bundle_tar_stream
     from facts.models import FactEvent
-    from facts.transfer import bundle_tar_stream
     from tests.api_fixtures import signed_in
 
     stem = tmp_path / "acme"

@@ -9,7 +9,6 @@ import pytest
 
 from facts import conflicts
 from facts.conflicts import (
-    conflict_list,
     conflict_resolve,
     conflicts_check,
     conflicts_check_pending,
@@ -20,6 +19,7 @@ from facts.embedding import facts_embed_batch
 from facts.graph import fact_contradictions
 from facts.inputs import conflict_decision, fact_draft
 from facts.models import Conflict, ConflictScan, FactEvent
+from facts.selectors.conflicts import conflict_list
 from facts.selectors.facts import fact_entities, fact_get
 from facts.services import fact_add, fact_import
 from retrieval.inputs import recall_query

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from facts.conflicts import conflict_list, conflict_resolve
+from facts.conflicts import conflict_resolve
+from facts.selectors.conflicts import conflict_list
 from tenants.inputs import settings_changes
 from tenants.services import apikey_create, tenant_update_settings
 from tests.hermes_support import manager_for, tool, write_profile

@@ -29,6 +29,7 @@ from facts.selectors.facts import (
     fact_vectors,
 )
 from facts.selectors.paging import MAX_PAGE, cursor_encode
+from facts.services import add as add_module
 from tenants.actors import Actor
 from tenants.errors import InvalidInput, NotFound
 from tenants.scope import tenant_scope
@@ -134,7 +135,7 @@ def test_two_writers_storing_the_same_fact_at_once_store_it_once(
     waits for that to commit, then that writer gets the stored fact, pinned as it asked."""
     both_looked, stored = threading.Barrier(2, timeout=10), threading.Event()
     local = threading.local()
-    real_existing, real_insert = services._existing_fact, services._facts_insert
+    real_existing, real_insert = add_module._existing_fact, add_module._facts_insert
 
     def existing(tenant_, values):
         found = real_existing(tenant_, values)
@@ -151,8 +152,8 @@ def test_two_writers_storing_the_same_fact_at_once_store_it_once(
         stored.set()
         return done
 
-    monkeypatch.setattr(services, "_existing_fact", existing)
-    monkeypatch.setattr(services, "_facts_insert", insert)
+    monkeypatch.setattr(add_module, "_existing_fact", existing)
+    monkeypatch.setattr(add_module, "_facts_insert", insert)
     results: dict[bool, services.AddResult] = {}
 
     def writer(pinned: bool) -> None:

@@ -248,7 +248,7 @@ def _entity_unchanged(entity) -> bool:
 
 
 def _open(conflict) -> bool:
-    from facts.conflicts import conflict_get
+    from facts.selectors.conflicts import conflict_get
 
     return conflict_get(tenant=conflict.tenant, conflict_id=conflict.pk).status == "open"
 

@@ -20,7 +20,7 @@ from indexing.embedders import get_embedder
 from indexing.tokens import count_tokens
 from indexing.vectors import index_name
 from operations.roles import as_owner
-from retrieval import search
+from retrieval import channels, search
 from retrieval.context import context_build, context_cached
 from retrieval.inputs import recall_query
 from retrieval.search import recall_search
@@ -94,7 +94,7 @@ def test_a_word_first_stored_after_the_statistics_is_found_at_once(tenant, syste
 def test_common_words_still_put_the_fact_that_has_them_all_first(
     tenant, system_actor, monkeypatch
 ) -> None:
-    from retrieval import search
+    from retrieval import channels
 
     texts = [f"note {i}: the release is ready" for i in range(8)]
     texts += [f"note {i}: Orion team meeting" for i in range(8)]
@@ -102,8 +102,8 @@ def test_common_words_still_put_the_fact_that_has_them_all_first(
     _store(tenant, system_actor, texts=[*texts, "Dana owns the Orion release"], embed=False)
     # As if the tenant were large: more facts share a word with the query than one query may
     # read, so candidates come from the facts that share the most of the query's words.
-    monkeypatch.setattr(search, "FTS_EXACT", 5)
-    monkeypatch.setattr(search, "FTS_TOUCH", 5)
+    monkeypatch.setattr(channels, "FTS_EXACT", 5)
+    monkeypatch.setattr(channels, "FTS_TOUCH", 5)
     hits = recall_search(
         tenant=tenant,
         query=recall_query({"query": "Who owns the Orion release?", "channels": ["fts"]}),
@@ -331,7 +331,7 @@ def test_the_turns_next_to_a_candidate_join_it_scored_by_every_channel(
         )
     while facts_embed_batch(tenant=tenant):
         pass
-    monkeypatch.setattr(search, "CANDIDATES", 1)  # each channel brings its single best turn
+    monkeypatch.setattr(channels, "CANDIDATES", 1)  # each channel brings its single best turn
     hits = recall_search(
         tenant=tenant, query=recall_query({"query": "Yosemite Half Dome hike", "kind": "turn"})
     ).hits
@@ -616,7 +616,7 @@ def test_a_session_is_read_only_up_to_its_first_turns(tenant, system_actor, monk
     _sessions(tenant, system_actor, TRIP_AND_WORK)
     query = recall_query({"query": "frozen skis"})
     assert search.recall_gather(tenant=tenant, query=query).sessions == {"trip": 1.0, "work": 0.0}
-    monkeypatch.setattr(search, "SESSION_PRIOR_TURNS", 1)
+    monkeypatch.setattr(channels, "SESSION_PRIOR_TURNS", 1)
     assert search.recall_gather(tenant=tenant, query=query).sessions == {"trip": 1.0, "work": 1.0}
-    monkeypatch.setattr(search, "SESSION_PRIOR_TURNS", 0)
+    monkeypatch.setattr(channels, "SESSION_PRIOR_TURNS", 0)
     assert search.recall_gather(tenant=tenant, query=query).sessions is None

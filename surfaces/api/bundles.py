@@ -103,8 +103,9 @@ class BundleViewSet(TenantViewSet):
         import tempfile
         from pathlib import Path
 
+        from facts.bundle_tar import bundle_from_tar
         from facts.bundles import BundleError
-        from facts.transfer import bundle_from_tar, tenant_import
+        from facts.transfer import tenant_import
 
         if not hasattr(request.data, "read"):
             raise InvalidInput("bundle", "send the bundle as application/x-tar")

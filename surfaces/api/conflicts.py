@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from facts import conflicts, inputs
 from facts.inputs import MAX_ID
 from facts.models import ConflictResolution, ConflictStatus
+from facts.selectors.conflicts import conflict_get, conflict_list
 from facts.selectors.paging import MAX_PAGE
 from surfaces.api.examples import _CONFLICT, _answer
 from surfaces.api.facts import _ALL, FactOut, _status
@@ -74,7 +75,7 @@ class ConflictViewSet(TenantViewSet):
     )
     def list(self, request: Request, tenant: str | None = None) -> Response:
         query = validated(ConflictListQuery, request.query_params)
-        result = conflicts.conflict_list(
+        result = conflict_list(
             tenant=self.tenant, status=_status(query["status"]), fact_id=query.get("fact_id"),
             limit=query["limit"], cursor=query.get("cursor"),
         )  # fmt: skip
@@ -88,7 +89,7 @@ class ConflictViewSet(TenantViewSet):
         examples=_answer("a conflict", _CONFLICT),
     )
     def retrieve(self, request: Request, conflict_id: int, tenant: str | None = None) -> Response:
-        conflict = conflicts.conflict_get(tenant=self.tenant, conflict_id=conflict_id)
+        conflict = conflict_get(tenant=self.tenant, conflict_id=conflict_id)
         return Response(ConflictOut(conflict).data)
 
     @extend_schema(
@@ -122,5 +123,5 @@ class ConflictViewSet(TenantViewSet):
             decision=inputs.conflict_decision(data["decision"]),
             note=inputs.conflict_note(data.get("note")), actor=self.actor,
         )  # fmt: skip
-        fresh = conflicts.conflict_get(tenant=self.tenant, conflict_id=conflict.pk)
+        fresh = conflict_get(tenant=self.tenant, conflict_id=conflict.pk)
         return Response(ConflictOut(fresh).data)

@@ -19,13 +19,14 @@ from drf_spectacular.views import (
 )
 
 from agentspec import hermes as hermes_spec
-from surfaces.api.agent import AgentViewSet, ProfileImportViewSet
+from surfaces.api.agent import AgentViewSet
 from surfaces.api.audit import AuditViewSet
 from surfaces.api.bundles import BundleViewSet
 from surfaces.api.conflicts import ConflictViewSet
 from surfaces.api.dictionary import DictionaryViewSet
 from surfaces.api.entities import EntityCurationViewSet, EntityViewSet
 from surfaces.api.facts import FactImportViewSet, FactViewSet
+from surfaces.api.profile_import import ProfileImportViewSet
 from surfaces.api.recall import ContextViewSet, RecallViewSet
 from surfaces.api.tenants import (
     ApiKeyViewSet,

@@ -10,7 +10,8 @@ from pathlib import Path
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 
-from facts.transfer import bundle_tar_stream, tenant_export
+from facts.bundle_tar import bundle_tar_stream
+from facts.transfer import tenant_export
 from tenants.actors import Actor
 from tenants.models import Tenant
 

@@ -262,6 +262,8 @@ def _join(head: SafeString, parts: list[SafeString]) -> SafeString:
 
 
 def _fact_sentence(tenant: Tenant | None, event: Any, old: dict, new: dict) -> SafeString:
+    """An audit event of a fact as a sentence, then what changed. One branch per action, each
+    with its own sentence to translate: kept in one chain so that the sentences read together."""
     fact = fact_link(tenant, getattr(event, "fact_id", None))
     action = event.action
     skip: set[str] = set()

@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy
 
 from facts import conflicts, inputs
 from facts.models import ConflictStatus
+from facts.selectors.conflicts import conflict_list
 from surfaces.base.pages import TenantPage, WriteAction, tenant_page
 from surfaces.pages.facts import PAGE_SIZE
 from tenants.errors import InvalidInput
@@ -27,7 +28,7 @@ class ConflictsPage(TenantPage):
         wanted = request.GET.get("status", ConflictStatus.OPEN)
         status = None if wanted == "all" else wanted
         cursor = request.GET.get("cursor") or None
-        result = conflicts.conflict_list(
+        result = conflict_list(
             tenant=self.tenant, status=status, limit=PAGE_SIZE,
             cursor=int(cursor) if cursor and cursor.isdigit() else None,
         )  # fmt: skip

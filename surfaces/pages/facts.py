@@ -179,7 +179,8 @@ class FactBundleImportAction(WriteAction):
         import tempfile
         from pathlib import Path
 
-        from facts.transfer import bundle_from_tar, tenant_import
+        from facts.bundle_tar import bundle_from_tar
+        from facts.transfer import tenant_import
 
         upload = request.FILES.get("bundle")
         folder = Path(tempfile.mkdtemp(prefix="mnemosyne-import-"))
