@@ -314,10 +314,13 @@ def apikey_create(
 _DUMMY_HASH = _hash_secret("no such key")
 
 
-def apikey_verify(*, token: str, address: str | None = None) -> ApiKey | None:
+def apikey_verify(
+    *, token: str, address: str | None = None, count_use: bool = False
+) -> ApiKey | None:
     """The usable key this token belongs to, or None (unknown, wrong, revoked, expired, or an
     old secret past its grace period). Takes the same time for every miss. `address`: where
-    the request came from, kept as the key's last address."""
+    the request came from, kept as the key's last address. `count_use`: count one request in
+    the key's usage of today, in the same transaction as the key's read."""
     parts = (token or "").strip().split("_", 2)
     prefix = parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX else ""
     # The key's tenant is what we are looking for: the one lookup across tenants, which gives
@@ -339,20 +342,27 @@ def apikey_verify(*, token: str, address: str | None = None) -> ApiKey | None:
             .filter(pk=found.key_id)
             .first()
         )
-    if key is None or not key.is_active:
-        return None
+        if key is None or not key.is_active:
+            return None
+        if count_use:
+            _usage_count(key)
+        _last_use_note(key, now, address)
+    return key
+
+
+def _last_use_note(key: ApiKey, now: datetime, address: str | None) -> None:
+    """When and from where the key was last used: written at most every _LAST_USED_EVERY, or
+    when the address changes. Caller holds the key's tenant scope."""
     stale = key.last_used_at is None or now - key.last_used_at > _LAST_USED_EVERY
     moved = address is not None and address != key.last_used_from
     if stale or moved:
         changes: dict[str, Any] = {"last_used_at": now}
         if address is not None:
             changes["last_used_from"] = address
-        with tenant_scope(key.tenant):
-            ApiKey.objects.for_tenant(key.tenant).filter(pk=key.pk).update(**changes)
+        ApiKey.objects.for_tenant(key.tenant).filter(pk=key.pk).update(**changes)
         key.last_used_at = now
         if address is not None:
             key.last_used_from = address
-    return key
 
 
 def apikey_authenticate(*, token: str, address: str | None = None) -> ApiKey | None:
@@ -360,18 +370,18 @@ def apikey_authenticate(*, token: str, address: str | None = None) -> ApiKey | N
     key is limited to a scope, the rest of the request limited to it (tenants.scope). Every
     surface that takes an API key calls this; surfaces.base.security.ScopeLimitMiddleware lifts
     the limit when the request ends."""
-    key = apikey_verify(token=token, address=address)
+    key = apikey_verify(token=token, address=address, count_use=True)
     if key is None:
         return None
-    apikey_usage_record(key=key)
     scope_limit_set(key.scope_prefix)
     log_tenant_set(key.tenant.slug)
     return key
 
 
-def apikey_usage_record(*, key: ApiKey) -> None:
-    """Count one request made with the key, in today's row (UTC)."""
-    with tenant_scope(key.tenant_id), connection.cursor() as cursor:
+def _usage_count(key: ApiKey) -> None:
+    """Count one request made with the key, in today's row (UTC). Caller holds the key's
+    tenant scope."""
+    with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO tenants_apikeyusage (tenant_id, key_id, day, requests) "
             "VALUES (%s, %s, (now() AT TIME ZONE 'UTC')::date, 1) "

@@ -18,6 +18,7 @@ from django.utils import timezone
 from facts import services as fact_services
 from facts.inputs import fact_draft
 from facts.models import Fact
+from operations.rates import rates_clear
 from tenants.scope import tenant_scope
 from tests.api_fixtures import World, bearer, signed_in
 
@@ -413,7 +414,7 @@ def test_bodies_over_the_limit_are_refused(world, agent, settings) -> None:
 
 
 def test_each_key_has_its_own_rate(world, settings) -> None:
-    cache.clear()
+    rates_clear()
     settings.MNEMOSYNE_API_RATES = {"key": "3/minute", "user": None, "anon": None}
     busy, calm = bearer(world.tokens["write"]), bearer(world.tokens["read"])
     assert [busy.get("/api/v1/facts").status_code for _ in range(3)] == [200, 200, 200]

@@ -1,4 +1,5 @@
-"""Request rates per API key, per signed-in user and per address (MNEMOSYNE_API_RATE_*).
+"""Request rates per API key, per signed-in user and per address (MNEMOSYNE_API_RATE_*),
+counted in the database (operations.rates), so every web process shares them.
 
 A request with no credentials, or with a key that is wrong, is counted against its address by
 the authentication itself (`charge_address`), before it is refused with 401: trying keys, or
@@ -10,24 +11,33 @@ from typing import Any
 
 from django.conf import settings
 from rest_framework.exceptions import Throttled
-from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.throttling import BaseThrottle
 
+from operations.rates import rate_hit
 from surfaces.base.security import client_ip
 from tenants.models import ApiKey
 
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-class ApiRateThrottle(SimpleRateThrottle):
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """'1200/minute' -> (1200, 60), as DRF reads a rate."""
+    count, period = rate.split("/")
+    return int(count), _SECONDS[period[0]]
+
+
+class ApiRateThrottle(BaseThrottle):
     """One bucket per API key (programs), per user (browsers) or per address (the rest).
 
     Rates are read from settings on each request, so a deployment (or a test) changes them
-    without a restart of DRF's class attributes."""
+    without a restart."""
 
-    def __init__(self) -> None:  # the rate depends on who asks, so it is set per request
-        self.rate = None
+    def __init__(self) -> None:
+        self._wait: float | None = None
 
     def _who(self, request: Any) -> tuple[str, str]:
         if isinstance(request.auth, ApiKey):
-            # The tenant id leads, like every cache key of tenant data.
+            # The tenant id leads, like every key of tenant data.
             return "key", f"{request.auth.tenant_id}:{request.auth.pk}"
         if request.user is not None and request.user.is_authenticated:
             return "user", str(request.user.pk)
@@ -37,15 +47,20 @@ class ApiRateThrottle(SimpleRateThrottle):
         kind, ident = self._who(request)
         if kind == "anon" and getattr(request._request, "_mnemosyne_address_charged", False):
             return True  # counted once already, by the authentication
-        self.rate = settings.MNEMOSYNE_API_RATES.get(kind)
-        if self.rate is None:
-            return True
-        self.num_requests, self.duration = self.parse_rate(self.rate)
-        self._cache_key = f"mnemosyne:throttle:{kind}:{ident}"
-        return super().allow_request(request, view)
+        allowed, self._wait = _hit(kind, ident)
+        return allowed
 
-    def get_cache_key(self, request: Any, view: Any) -> str:
-        return self._cache_key
+    def wait(self) -> float | None:
+        return self._wait
+
+
+def _hit(kind: str, ident: str) -> tuple[bool, float | None]:
+    rate = settings.MNEMOSYNE_API_RATES.get(kind)
+    if rate is None:
+        return True, None
+    limit, duration = parse_rate(rate)
+    answer = rate_hit(f"{kind}:{ident}", limit=limit, duration=duration)
+    return answer.allowed, answer.wait_s if not answer.allowed else None
 
 
 def charge_address(request: Any) -> None:
@@ -55,11 +70,6 @@ def charge_address(request: Any) -> None:
     if getattr(django_request, "_mnemosyne_address_charged", False):
         return
     django_request._mnemosyne_address_charged = True
-    throttle = ApiRateThrottle()
-    throttle.rate = settings.MNEMOSYNE_API_RATES.get("anon")
-    if throttle.rate is None:
-        return
-    throttle.num_requests, throttle.duration = throttle.parse_rate(throttle.rate)
-    throttle._cache_key = f"mnemosyne:throttle:anon:{client_ip(django_request)}"
-    if not SimpleRateThrottle.allow_request(throttle, django_request, None):  # type: ignore[arg-type]
-        raise Throttled(wait=throttle.wait())
+    allowed, wait = _hit("anon", client_ip(django_request))
+    if not allowed:
+        raise Throttled(wait=wait)
