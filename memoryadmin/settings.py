@@ -362,12 +362,12 @@ MNEMOSYNE_HEARTBEAT_STALE_SECONDS = env_int(
     "MNEMOSYNE_HEARTBEAT_STALE_SECONDS", MNEMOSYNE_HEARTBEAT_SECONDS * 4, minimum=1
 )
 
-# The cache counts the API's request rates and keeps the replica's read-your-writes positions.
+# The cache keeps the replica's read-your-writes positions (request rates: operations.rates).
 # Without CACHE_URL it is a table of the database (made by the migrations), so every web and
-# worker process shares it: a per-process cache would let each process grant an address its own
-# full rate. Context blocks (`blocks`) are keyed by the tenant's write generation, so a process
-# may keep its own: in its memory without CACHE_URL (a database round trip per prefetch would
-# cost more than it saves), in Redis with it.
+# worker process shares it: a position one process wrote, another reads. Context blocks
+# (`blocks`) are keyed by the tenant's write generation, so a process may keep its own: in its
+# memory without CACHE_URL (a database round trip per prefetch would cost more than it saves),
+# in Redis with it.
 CACHE_TABLE = "mnemosyne_cache"
 _REDIS_CACHE = {
     "BACKEND": "django.core.cache.backends.redis.RedisCache",

@@ -1,6 +1,6 @@
-"""The table of Django's database cache (`CACHES` when `CACHE_URL` is unset): the API's request
-rates (per key, user and address) and the replica's read-your-writes positions, shared by every
-web and worker process.
+"""The table of Django's database cache (`CACHES` when `CACHE_URL` is unset): the replica's
+read-your-writes positions (and, until operations 0005, the API's request rates), shared by
+every web and worker process.
 
 Made here, as `createcachetable` makes it, so every `migrate` (and `mnemosyne up`) has it, made by
 the owner role, whose default privileges give the runtime role its rows."""
