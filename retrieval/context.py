@@ -151,6 +151,87 @@ class _Budget:
         return kept
 
 
+def _budget_total(tenant: Tenant, budget: int | None) -> int:
+    """The block's budget in tokens: the tenant's setting unless the caller names one."""
+    total = tenant.setting("token_budget") if budget is None else budget
+    if isinstance(total, bool) or not isinstance(total, int) or not 50 <= total <= 32000:
+        raise InvalidInput("budget", "must be a whole number of tokens from 50 to 32000")
+    return total
+
+
+def _readable(tenant: Tenant, prefix: str, scopes: tuple[str, ...]) -> QuerySet[Fact]:
+    """The active facts and turns the reader may see: within `scopes`, or below `prefix`."""
+    facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
+    facts = facts.filter(scopes_q(scopes) if scopes else scope_q(prefix))
+    return facts.defer("search_vector")
+
+
+def _recent_turns(facts: QuerySet[Fact], session_id: str) -> list[Fact]:
+    """Level 1: the session's last turns, oldest first."""
+    turns = facts.filter(kind=Kind.TURN, session_id=session_id).order_by("-position")
+    return list(turns[:HOT_RESTORE_TURNS])[::-1]
+
+
+def _important_facts(tenant: Tenant, facts: QuerySet[Fact], seen: set[int]) -> list[Fact]:
+    """Level 2: the most important facts trusted enough, except those the reader has seen."""
+    trusted = facts.filter(kind=Kind.FACT, trust_score__gte=tenant.setting("min_trust"))
+    ranked = trusted.order_by("-importance", "-trust_score", "-helpful_count", "-created_at")
+    return [f for f in ranked[:IMPORTANT_FACTS] if f.pk not in seen]
+
+
+def _relevant_facts(
+    tenant: Tenant,
+    query: str,
+    where: dict[str, object],
+    seen: set[int],
+    timings: dict[str, float],
+) -> list[Fact]:
+    """Level 3: the query's recall hits above the relevance floor, except those the reader has
+    seen; recall's timings go into `timings`. `where`: the recall query's scope or scopes."""
+    hits = recall_search(
+        tenant=tenant, query=recall_query({"query": query, "k": RECALL_RESULTS} | where)
+    )
+    timings["recall"] = hits.timings_ms["total"]
+    if "embed_query" in hits.timings_ms:
+        timings["embed_query"] = hits.timings_ms["embed_query"]
+    # Only memories above the relevance floor (retrieval.floor): small talk, or a question
+    # about what the tenant never heard of, gets nothing rather than the best of whatever is
+    # there.
+    return [h.fact for h in hits.hits if not h.weak and h.fact.pk not in seen]
+
+
+@dataclass
+class _Gathered:
+    """What each level may show before the budget is applied; None: the level is not asked
+    for (it is then left out of the block's levels, not given an empty list)."""
+
+    recent: list[Fact] | None
+    important: list[Fact] | None
+    relevant: list[Fact] | None
+
+    def facts(self) -> list[Fact]:
+        """The facts whose open conflicts the block shows beside them."""
+        return [*(self.important or []), *(self.relevant or [])]
+
+
+def _assemble(
+    room: _Budget, gathered: _Gathered, total: int
+) -> tuple[list[str], dict[str, list[int]]]:
+    """The block's lines and the ids each level shows, level by level within `room`."""
+    lines: list[str] = []
+    levels: dict[str, list[int]] = {}
+    if gathered.recent is not None:
+        levels["recent"] = room.take(
+            lines, "## Recent conversation", gathered.recent, int(total * HOT_SHARE), _turn_line
+        )
+    if gathered.important is not None:
+        share = total if gathered.relevant is None else int(total * IMPORTANT_SHARE)
+        levels["important"] = room.take(lines, "## Known facts", gathered.important, share)
+    if gathered.relevant is not None:
+        levels["relevant"] = room.take(lines, "## Relevant memories", gathered.relevant, room.left)
+    return lines, levels
+
+
 def context_build(
     *,
     tenant: Tenant,
@@ -169,62 +250,20 @@ def context_build(
     tenant has any open conflict, when the caller knows (None: look)."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    total = tenant.setting("token_budget") if budget is None else budget
-    if isinstance(total, bool) or not isinstance(total, int) or not 50 <= total <= 32000:
-        raise InvalidInput("budget", "must be a whole number of tokens from 50 to 32000")
-    lines: list[str] = []
-    levels: dict[str, list[int]] = {}
+    total = _budget_total(tenant, budget)
     seen: set[int] = set(exclude)
     prefix = scope_path(scope)
-    recent: list[Fact] = []
-    top: list[Fact] = []
-    found: list[Fact] = []
+    where: dict[str, object] = {"scopes": list(scopes)} if scopes else {"scope": prefix}
     with tenant_scope(tenant):
-        facts = Fact.objects.for_tenant(tenant).filter(status=Status.ACTIVE)
-        facts = facts.filter(scopes_q(scopes) if scopes else scope_q(prefix))
-        facts = facts.defer("search_vector")
-        if hot_restore and session_id:
-            recent = list(
-                facts.filter(kind=Kind.TURN, session_id=session_id).order_by("-position")[
-                    :HOT_RESTORE_TURNS
-                ]
-            )[::-1]
-        if important:
-            top = [
-                f
-                for f in facts.filter(
-                    kind=Kind.FACT, trust_score__gte=tenant.setting("min_trust")
-                ).order_by("-importance", "-trust_score", "-helpful_count", "-created_at")[
-                    :IMPORTANT_FACTS
-                ]
-                if f.pk not in seen
-            ]
-        if query:
-            hits = recall_search(
-                tenant=tenant,
-                query=recall_query(
-                    {"query": query, "k": RECALL_RESULTS}
-                    | ({"scopes": list(scopes)} if scopes else {"scope": prefix})
-                ),
-            )
-            timings["recall"] = hits.timings_ms["total"]
-            if "embed_query" in hits.timings_ms:
-                timings["embed_query"] = hits.timings_ms["embed_query"]
-            # Only memories above the relevance floor (retrieval.floor): small talk, or a
-            # question about what the tenant never heard of, gets nothing rather than the
-            # best of whatever is there.
-            found = [h.fact for h in hits.hits if not h.weak and h.fact.pk not in seen]
-        room = _Budget(total, _disputes(tenant, facts, [*top, *found], open_conflicts))
+        facts = _readable(tenant, prefix, scopes)
+        gathered = _Gathered(
+            recent=_recent_turns(facts, session_id) if hot_restore and session_id else None,
+            important=_important_facts(tenant, facts, seen) if important else None,
+            relevant=_relevant_facts(tenant, query, where, seen, timings) if query else None,
+        )
+        room = _Budget(total, _disputes(tenant, facts, gathered.facts(), open_conflicts))
         room.shown.update(seen)
-        if hot_restore and session_id:
-            levels["recent"] = room.take(
-                lines, "## Recent conversation", recent, int(total * HOT_SHARE), _turn_line
-            )
-        if important:
-            share = total if not query else int(total * IMPORTANT_SHARE)
-            levels["important"] = room.take(lines, "## Known facts", top, share)
-        if query:
-            levels["relevant"] = room.take(lines, "## Relevant memories", found, room.left)
+        lines, levels = _assemble(room, gathered, total)
     timings["total"] = (time.perf_counter() - started) * 1000
     return ContextBlock(text="\n".join(lines), tokens=room.used, levels=levels, timings_ms=timings)
 

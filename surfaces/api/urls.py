@@ -26,15 +26,12 @@ from surfaces.api.conflicts import ConflictViewSet
 from surfaces.api.dictionary import DictionaryViewSet
 from surfaces.api.entities import EntityCurationViewSet, EntityViewSet
 from surfaces.api.facts import FactImportViewSet, FactViewSet
+from surfaces.api.keys import ApiKeyViewSet
+from surfaces.api.members import MemberViewSet
 from surfaces.api.profile_import import ProfileImportViewSet
 from surfaces.api.recall import ContextViewSet, RecallViewSet
-from surfaces.api.tenants import (
-    ApiKeyViewSet,
-    MemberViewSet,
-    RetentionViewSet,
-    TenantDetailViewSet,
-    TenantListView,
-)
+from surfaces.api.retention import RetentionViewSet
+from surfaces.api.tenants import TenantDetailViewSet, TenantListView
 from surfaces.base import converters as _converters  # noqa: F401 - registers id and username
 from surfaces.base import schema as _schema  # noqa: F401 - registers the API-key scheme
 
