@@ -98,9 +98,14 @@ def query_signals(
     smalltalk = 0.0
     if vector is not None and embedder is not None:
         texts, vectors = smalltalk_vectors(embedder)
+        # The query itself, if it is one of the list, is left out (its own vector would be
+        # the nearest); the list's folded texts are made once per process.
+        folded = _folded_list(texts)
+        scores = vectors @ vector
         own = _folded(query)
-        others = [i for i, text in enumerate(texts) if _folded(text) != own]
-        smalltalk = float((vectors[others] @ vector).max()) if others else 0.0
+        for i in (i for i, text in enumerate(folded) if text == own):
+            scores[i] = -np.inf
+        smalltalk = float(scores.max()) if np.isfinite(scores).any() else 0.0
     if not terms:
         return QuerySignals(
             unknown_name=_unknown_name(tenant_id, query, terms), smalltalk=smalltalk
@@ -124,6 +129,20 @@ _smalltalk_lock = threading.Lock()
 
 def _folded(text: str) -> str:
     return " ".join(text.casefold().split())
+
+
+_last_folded: tuple[list[str], list[str]] | None = None
+
+
+def _folded_list(texts: list[str]) -> list[str]:
+    """`texts` folded; the last list's are kept (the small-talk list lives as long as its
+    process, and a list is known by its identity)."""
+    global _last_folded
+    known = _last_folded
+    if known is None or known[0] is not texts:
+        known = (texts, [_folded(text) for text in texts])
+        _last_folded = known
+    return known[1]
 
 
 def _smalltalk_file(embedder: Any, raw: bytes) -> Path:
