@@ -129,7 +129,7 @@ HAND: dict[str, dict[str, float]] = {
     "en_family": {"person": 1.0}, "en_technical": {"product": 1.1},
     "en_org_word": {"organization": 2.0}, "en_product_word": {"product": 1.0},
     "en_place_comma": {"place": 1.0}, "en_quoted": {"other": 1.0},
-    "en_event_word": {"other": 2.0},
+    "en_event_word": {"other": 2.0}, "en_kin_title": {"person": 3.0},
     "zh_base:person": {"person": 1.5}, "zh_base:place": {"place": 1.5},
     "zh_base:organization": {"organization": 1.5}, "zh_base:product": {"product": 1.5},
     "zh_base_weak_person": {"person": 0.8}, "zh_title_after": {"person": 3.0},

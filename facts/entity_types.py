@@ -101,6 +101,11 @@ _KIN_EN = frozenset(
     teacher professor doctor nurse recruiter ceo cto founder designer engineer
     """.split()
 )
+# What family call each other, before a name: Aunt Mae, Grandpa Joe.
+_KIN_TITLES_EN = frozenset(
+    "aunt auntie aunty uncle grandma grandpa granny gran nana grandmother grandfather cousin "
+    "sister brother mother father mom mum dad".split()
+)
 # Two words before the name ("works at", "moved to").
 _LEFT2_EN: dict[str, tuple[str, float]] = {
     **dict.fromkeys(
@@ -269,6 +274,8 @@ def _english_features(text: str, mention: Mention, f: Features) -> None:
     first_word = words[0].casefold()
     if len(words) > 1:
         f["en_words"] = min(3, len(words)) - 1.0
+        if first_word in _KIN_TITLES_EN:
+            f["en_kin_title"] = 1.0  # Aunt Mae, Grandpa Joe
         if words[-1].casefold() in _ORG_WORDS_EN:
             f["en_org_word"] = 1.0
         if any(w.casefold() in _PRODUCT_WORDS_EN for w in words[1:]):
