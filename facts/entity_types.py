@@ -80,7 +80,8 @@ _LEFT_EN: dict[str, tuple[str, float]] = {
         "podcast event".split(), (OTHER, 2.0)),
     # Books, films and shows are read, watched and listened to; pets are named after "cat".
     **dict.fromkeys(
-        "watched watching rewatched rewatching binged reading reread finished cat dog puppy "
+        "watched watching rewatched rewatching binged read reads reading reread finished cat dog "
+        "puppy "
         "kitten pet hamster parrot rabbit horse".split(), (OTHER, 1.0)),
     **dict.fromkeys(
         "with ask asked tell told text texted call called ping pinged thanks thank met meet "
@@ -123,8 +124,10 @@ _LEFT2_EN: dict[str, tuple[str, float]] = {
         "applied to|quit at|left for|started at|hired by|invoice from|order from|"
         "refund from|support at|recruiter from|people from|folks at|someone from|"
         "heard from|back from|fan of|fans of|member of|donated to|shopping at|"
-        "ordered from|bought from".split("|"),
+        "ordered from|bought from|rep at|rep from|contact at|contacts at".split("|"),
         (ORGANIZATION, 3.0)),
+    # Projects are worked on: "started work on Beacon".
+    **dict.fromkeys("work on|working on|worked on|progress on|kicked off".split("|"), (OTHER, 2.0)),
     **dict.fromkeys(
         "runs on|run on|running on|built on|built with|written in|hosted on|"
         "migrated to|switched to|replaced with|stored in|deployed on|synced with|"
