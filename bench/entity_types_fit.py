@@ -60,9 +60,11 @@ def examples(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     extract.settle_types = recording  # type: ignore[assignment]
     try:
         found: list[dict[str, Any]] = []
+        recorded = 0
         for number, item in enumerate(items):
             seen.clear()
             extract.extract_entities(item["text"])
+            recorded += len(seen)
             gold = {entity_normalize(e["name"]): e["type"] for e in item["entities"]}
             for text, mentions, surnames in seen:
                 technical = entity_types.is_technical(text)
@@ -87,6 +89,10 @@ def examples(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 found.extend(row for row in rows.values() if row["label"] is not None)
     finally:
         extract.settle_types = original  # type: ignore[assignment]
+    if items and not recorded:
+        # facts.extract no longer calls settle_types by that name: fitting on nothing would
+        # ship a model of biases only.
+        raise SystemExit("the extractor typed no name through facts.extract.settle_types")
     return found
 
 

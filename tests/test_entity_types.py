@@ -146,3 +146,31 @@ def test_a_new_extractor_retypes_stored_entities_but_not_one_typed_by_hand(
     assert entity_get(tenant=tenant, entity_id=oslo.pk).type == "other"
     history = curation.entity_history(tenant=tenant, entity_id=oslo.pk)
     assert [(e.action, e.actor) for e in history] == [("retype", str(owner_actor))]
+
+
+def test_the_fit_reads_names_and_their_labels_and_never_the_evaluation_sets(monkeypatch):
+    from bench import entity_types_fit as fit
+    from facts.entity_types import TYPES
+
+    items = [
+        {"text": "My sister Ottilie flew to Lisbon.", "lang": "en",
+         "entities": [{"name": "Ottilie", "type": "person"}, {"name": "Lisbon", "type": "place"}]},
+        {"text": "马可在美团实习。", "lang": "zh",
+         "entities": [{"name": "马可", "type": "person"},
+                      {"name": "美团", "type": "organization"}]},
+    ]  # fmt: skip
+    rows = fit.examples(items)
+    assert {(r["name"], r["label"]) for r in rows} >= {
+        ("Ottilie", "person"),
+        ("美团", "organization"),
+    }
+    names = fit.Design(rows).names
+    fitted = fit.fit_both([dict(r) for r in rows], 0.01, names)
+    predicted = fit.predict([dict(r) for r in rows], fitted)
+    assert [TYPES[i] for i in predicted] == [r["label"] for r in rows]
+
+    monkeypatch.setattr(
+        "sys.argv", ["entity_types_fit", "--data", "bench/data/entities_styles_eval.jsonl"]
+    )
+    with pytest.raises(SystemExit, match="evaluation set"):
+        fit.main()
