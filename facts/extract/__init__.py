@@ -30,7 +30,7 @@ from facts.extract.english import _english_candidates
 from facts.models import EntityRole
 
 # Bumped whenever the rules change what they find: beat's sweep then re-links every fact.
-EXTRACTOR_VERSION = "3"
+EXTRACTOR_VERSION = "4"
 
 
 def extract_entities(text: str, dictionary: Dictionary = EMPTY_DICTIONARY) -> list[FoundEntity]:
