@@ -8,7 +8,12 @@ import pytest
 from django.conf import settings
 
 from memoryadmin.embedded_db import server_for_home
-from tests.api_fixtures import world  # noqa: F401 - the REST API tests' tenant with data
+from tests.api_fixtures import (  # noqa: F401 - the REST API tests' tenant with data
+    cast,
+    module_cast,
+    shared_world,
+    world,
+)
 from tests.mcp_support import eager_tasks, mcp_team  # noqa: F401 - the MCP tests' team
 
 
@@ -61,9 +66,18 @@ def django_db_setup(
     connect_as(owner_credentials())  # to drop the test database
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _module_world(request: pytest.FixtureRequest) -> None:
+    """A module marked `shared_world` builds its world before any test's own transaction opens
+    (tests/api_fixtures.py): each test's is then a savepoint inside the world's."""
+    if request.node.get_closest_marker("shared_world") is not None:
+        request.getfixturevalue("module_cast")
+
+
 # -- tenants and people ---------------------------------------------------------------------
 # The owner (admin of `tenant`), a teammate with the read-only auditor role, and an outsider who
-# belongs to `other_tenant` only.
+# belongs to `other_tenant` only. In a module marked `shared_world` they are the module's one
+# world's (tests/api_fixtures.py).
 
 
 @pytest.fixture
@@ -74,18 +88,22 @@ def system_actor():
 
 
 @pytest.fixture
-def tenant(db, system_actor):
+def tenant(request, db, system_actor):
     from tenants.inputs import tenant_draft
     from tenants.services import tenant_create
 
+    if shared_world(request):
+        return request.getfixturevalue("cast").world.tenant
     return tenant_create(actor=system_actor, draft=tenant_draft({"slug": "acme", "name": "Acme"}))
 
 
 @pytest.fixture
-def other_tenant(db, system_actor):
+def other_tenant(request, db, system_actor):
     from tenants.inputs import tenant_draft
     from tenants.services import tenant_create
 
+    if shared_world(request):
+        return request.getfixturevalue("cast").world.other
     return tenant_create(
         actor=system_actor, draft=tenant_draft({"slug": "globex", "name": "Globex"})
     )
@@ -102,17 +120,23 @@ def _member(username: str, tenant, role: str, actor):
 
 
 @pytest.fixture
-def owner(db, tenant, system_actor):
+def owner(request, db, tenant, system_actor):
+    if shared_world(request):
+        return request.getfixturevalue("cast").owner
     return _member("olivia", tenant, "admin", system_actor)
 
 
 @pytest.fixture
-def auditor(db, tenant, system_actor):
+def auditor(request, db, tenant, system_actor):
+    if shared_world(request):
+        return request.getfixturevalue("cast").auditor
     return _member("arthur", tenant, "auditor", system_actor)
 
 
 @pytest.fixture
-def outsider(db, other_tenant, system_actor):
+def outsider(request, db, other_tenant, system_actor):
+    if shared_world(request):
+        return request.getfixturevalue("cast").outsider
     return _member("oscar", other_tenant, "admin", system_actor)
 
 
