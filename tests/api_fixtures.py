@@ -160,8 +160,11 @@ def module_cast(django_db_setup, django_db_blocker) -> Iterator[Cast]:
 
     from tenants.actors import Actor
     from tenants.inputs import tenant_draft
-    from tests.conftest import _member
+    from tests.conftest import _member, server_share
 
+    # The world's transaction stays open between its tests: the server is shared meanwhile.
+    share = server_share()
+    share.__enter__()
     with django_db_blocker.unblock():
         outer = transaction.atomic()
         outer.__enter__()
@@ -184,6 +187,7 @@ def module_cast(django_db_setup, django_db_blocker) -> Iterator[Cast]:
         except BaseException:
             transaction.set_rollback(True)
             outer.__exit__(None, None, None)
+            share.__exit__(None, None, None)
             raise
     try:
         yield cast
@@ -191,6 +195,7 @@ def module_cast(django_db_setup, django_db_blocker) -> Iterator[Cast]:
         with django_db_blocker.unblock():
             transaction.set_rollback(True)
             outer.__exit__(None, None, None)
+        share.__exit__(None, None, None)
 
 
 @pytest.fixture
