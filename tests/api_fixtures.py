@@ -136,8 +136,9 @@ def world_build(tenant, other_tenant, system_actor) -> World:
 # `shared_world` the world (with `tenant`, `other_tenant`, `owner`, `auditor` and `outsider`) is
 # built once, in a transaction of its own, and each test runs in a savepoint inside it (as
 # Django's TestCase.setUpTestData does): whatever a test writes is rolled back before the next,
-# the world itself at the end of the module. Every test of such a module after the first that
-# asks for the world runs inside that transaction, so none of them may be transactional.
+# the world itself at the end of the module. Every test of such a module runs inside that
+# transaction (the conftest's `_module_world` opens it first), so none of them may be
+# transactional. Under -n a worker that takes tests of the module builds a world of its own.
 
 
 def shared_world(request: pytest.FixtureRequest) -> bool:
