@@ -4,8 +4,10 @@
 # pgvector (embedded, or TEST_DATABASE_URL), real Celery workers and the real `mnemosyne up`.
 # Extra arguments go to pytest (e.g. -k health, -x).
 # `--quick` (first argument): the same checks and every test but the slow ones (real processes:
-# Celery workers, `mnemosyne up`) and the browser ones; for the loop while changing code. The
-# whole run, as CI does it, before a commit lands.
+# Celery workers, `mnemosyne up`) and the browser ones, spread over the machine's cores
+# (pytest-xdist: one worker per core, each with its own test database on the same server; an idle
+# worker takes tests from the other's share); for the loop while changing code. The whole run,
+# as CI does it, one test at a time, before a commit lands.
 quick=0
 if [ "${1:-}" = "--quick" ]; then
     quick=1
@@ -35,7 +37,7 @@ set +e
 # Temporary folders of this checkout's own: pytest prunes old runs' folders under /tmp, which
 # would pull the ground from under another checkout's run (and its embedded databases).
 if [ "$quick" = 1 ]; then
-    set -- -m "not slow and not browser" "$@"
+    set -- -m "not slow and not browser" -n auto --dist worksteal "$@"
 fi
 "$VENV/bin/python" -m pytest --basetemp="$ROOT/.mnemosyne-test/tmp" "$@"
 code=$?

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,11 +48,22 @@ def signed_in(user) -> APIClient:
     return client
 
 
+EXTRACTOR = "tests.extractors.capitalised_people"
+
+
 @pytest.fixture
-def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings) -> World:
+def world(request, tenant, other_tenant, owner, auditor, outsider, system_actor, settings) -> World:
+    if shared_world(request):
+        return request.getfixturevalue("cast").world
+    settings.MNEMOSYNE_ENTITY_EXTRACTOR = EXTRACTOR
+    return world_build(tenant, other_tenant, system_actor)
+
+
+def world_build(tenant, other_tenant, system_actor) -> World:
+    """Two tenants' facts, keys, invitations, aliases, terms and conflicts (the people are the
+    callers' fixtures)."""
     from facts.selectors.entities import entity_list
 
-    settings.MNEMOSYNE_ENTITY_EXTRACTOR = "tests.extractors.capitalised_people"
     facts = {}
     for t in (tenant, other_tenant):
         facts[t.slug] = fact_services.fact_add(
@@ -116,3 +129,85 @@ def world(tenant, other_tenant, owner, auditor, outsider, system_actor, settings
         conflict_id=conflicts["acme"],
         other_conflict_id=conflicts["globex"],
     )
+
+
+# -- one world for a whole module ---------------------------------------------------------------
+# The endpoint-by-caller tables (tests/test_api_access.py, test_web_access.py) run hundreds of
+# tests against the same world; building it took most of each test's time. In a module marked
+# `shared_world` the world (with `tenant`, `other_tenant`, `owner`, `auditor` and `outsider`) is
+# built once, in a transaction of its own, and each test runs in a savepoint inside it (as
+# Django's TestCase.setUpTestData does): whatever a test writes is rolled back before the next,
+# the world itself at the end of the module. Every test of such a module runs inside that
+# transaction (the conftest's `_module_world` opens it first), so none of them may be
+# transactional. Under -n a worker that takes tests of the module builds a world of its own.
+
+
+def shared_world(request: pytest.FixtureRequest) -> bool:
+    """Whether the test's module builds its world once (`pytest.mark.shared_world`)."""
+    return request.node.get_closest_marker("shared_world") is not None
+
+
+@dataclass
+class Cast:
+    world: World
+    owner: Any
+    auditor: Any
+    outsider: Any
+
+
+@pytest.fixture(scope="module")
+def module_cast(django_db_setup, django_db_blocker) -> Iterator[Cast]:
+    from django.db import transaction
+    from django.test import override_settings
+
+    from tenants.actors import Actor
+    from tenants.inputs import tenant_draft
+    from tests.conftest import _member, server_share
+
+    # The world's transaction stays open between its tests: the server is shared meanwhile.
+    share = server_share()
+    share.__enter__()
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        outer._from_testcase = True  # as TestCase's own: durable blocks inside are allowed
+        try:
+            actor = Actor.job("tests")
+            tenant, other = (
+                tenant_services.tenant_create(
+                    actor=actor, draft=tenant_draft({"slug": slug, "name": name})
+                )
+                for slug, name in (("acme", "Acme"), ("globex", "Globex"))
+            )
+            with override_settings(MNEMOSYNE_ENTITY_EXTRACTOR=EXTRACTOR):
+                cast = Cast(
+                    world=world_build(tenant, other, actor),
+                    owner=_member("olivia", tenant, "admin", actor),
+                    auditor=_member("arthur", tenant, "auditor", actor),
+                    outsider=_member("oscar", other, "admin", actor),
+                )
+        except BaseException:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            share.__exit__(None, None, None)
+            raise
+    try:
+        yield cast
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+        share.__exit__(None, None, None)
+
+
+@pytest.fixture
+def cast(module_cast: Cast, db, settings) -> Cast:
+    """This test's copy of the module's world (its objects may be changed freely), with the
+    settings the world was built with and empty caches: a cache entry keyed by a tenant's id
+    and write count would otherwise outlive the rolled-back writes of the test before."""
+    from django.core.cache import caches
+
+    settings.MNEMOSYNE_ENTITY_EXTRACTOR = EXTRACTOR
+    for cache in caches.all():
+        cache.clear()
+    return copy.deepcopy(module_cast)

@@ -44,3 +44,22 @@ MNEMOSYNE_REPLICA_READS = False
 # Retrieval counts sent with each recall, so tests read them at once (tests/test_recall.py
 # checks the interval).
 MNEMOSYNE_RETRIEVAL_FLUSH_SECONDS = 0
+
+# Under pytest-xdist (`./scripts/test.sh --quick` runs on every core) each worker has its own test
+# database (pytest-django names it after the worker) and its own broker and archive folders: a
+# test that empties the queue or deletes a tenant's archives (named by the tenant's id, which two
+# databases hand out alike) must not reach another worker's.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER:
+    MNEMOSYNE_ARCHIVE_DIR = MNEMOSYNE_ARCHIVE_DIR / "workers" / _WORKER  # noqa: F405
+    if CELERY_BROKER_URL.startswith("filesystem"):  # noqa: F405
+        MNEMOSYNE_BROKER_DIR = MNEMOSYNE_BROKER_DIR / "workers" / _WORKER  # noqa: F405
+        CELERY_BROKER_TRANSPORT_OPTIONS = {  # noqa: F405
+            **CELERY_BROKER_TRANSPORT_OPTIONS,  # noqa: F405
+            "data_folder_in": str(MNEMOSYNE_BROKER_DIR / "queue"),
+            "data_folder_out": str(MNEMOSYNE_BROKER_DIR / "queue"),
+            "control_folder": str(MNEMOSYNE_BROKER_DIR / "control"),
+            "processed_folder": str(MNEMOSYNE_BROKER_DIR / "processed"),
+        }
+        for _folder in ("queue", "control", "processed"):
+            (MNEMOSYNE_BROKER_DIR / _folder).mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -15,7 +15,8 @@ from facts.selectors.facts import fact_get
 from tenants.selectors import membership_role
 from tests.api_fixtures import World, bearer, signed_in
 
-pytestmark = pytest.mark.django_db
+# One world for every test of the module, each test in a savepoint (tests/api_fixtures.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.shared_world]
 
 R, W, M = "read", "write", "manage"  # manage: tenant administration, signed-in admins only
 P = "people"  # the tenant's members and keys: people read them, API keys never

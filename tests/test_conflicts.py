@@ -3,7 +3,9 @@ embedder (e5), the worker's check after embedding, the review decisions and thei
 
 from __future__ import annotations
 
+import inspect
 import json
+from functools import partial
 
 import pytest
 
@@ -155,15 +157,24 @@ def test_a_check_task_past_its_time_leaves_the_rest_to_a_fresh_message(
     # A worker runs one task at a time: a long check would keep new facts from their vectors.
     from facts import tasks
 
+    # The task's idea of a full batch is the check's own...
+    limit = inspect.signature(conflicts.conflicts_check_pending).parameters["limit"].default
+    assert tasks.CHECK_BATCH == conflicts.CHECK_BATCH == limit
+    # ...and both are made smaller here, so that 25 facts are embedded and checked, not 205.
+    batch = 20
+    monkeypatch.setattr(tasks, "CHECK_BATCH", batch)
+    monkeypatch.setattr(
+        tasks, "conflicts_check_pending", partial(conflicts.conflicts_check_pending, limit=batch)
+    )
     lines = [json.dumps({"content": f"Runner {i} builds release branch {i} every Friday."})
-             for i in range(conflicts.CHECK_BATCH + 5)]  # fmt: skip
+             for i in range(batch + 5)]  # fmt: skip
     fact_import(tenant=tenant, lines=lines, actor=system_actor)
     while facts_embed_batch(tenant=tenant):
         pass
     sent = []
     monkeypatch.setattr(tasks, "job_send_coalesced", lambda *args: sent.append(args))
     monkeypatch.setattr(tasks, "CHECK_TASK_S", 0.0)
-    assert tasks.facts_check_conflicts(tenant.pk) == conflicts.CHECK_BATCH
+    assert tasks.facts_check_conflicts(tenant.pk) == batch
     assert sent == [("facts.tasks.facts_check_conflicts", tenant.pk)]
     assert tenants_with_unchecked_facts() == [tenant.pk]
     assert tasks.facts_check_conflicts(tenant.pk) == 5  # what that message runs

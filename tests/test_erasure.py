@@ -43,6 +43,9 @@ def _checkpoint(settings) -> None:
         conn.execute("CHECKPOINT")
 
 
+# Alone on the server: another database's open transaction would keep the old row versions
+# in the rewritten pg_statistic (tests/conftest.py, server_share).
+@pytest.mark.server_alone
 @pytest.mark.django_db(transaction=True)
 def test_a_purged_text_is_in_no_file_of_the_data_directory_after_compact(
     tenant, owner_actor, settings, capsys

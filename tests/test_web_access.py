@@ -21,7 +21,8 @@ from facts.inputs import fact_draft
 from surfaces.base.pages import Need, PageSpec, TenantPage, registered_pages, tenant_page
 from tests.api_fixtures import World
 
-pytestmark = pytest.mark.django_db
+# One world for every test of the module, each test in a savepoint (tests/api_fixtures.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.shared_world]
 
 PAGES = registered_pages()
 WRITE_BODIES: dict[str, dict[str, Any]] = {
