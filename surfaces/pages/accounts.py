@@ -24,7 +24,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -238,7 +238,7 @@ def sign_up(request: HttpRequest, token: str) -> HttpResponse:
         "form": form,
         "invitation": invitation,
         "tenant_name": invitation.tenant.name,
-        "sign_in_url": f"{reverse('web:login')}?next={request.path}",
+        "sign_in_url": f"{reverse('web:login')}?{urlencode({'next': request.path})}",
     }
     return render(request, "web/accounts/sign_up.html", context, status=400 if form.errors else 200)
 
