@@ -2,7 +2,7 @@
 and per kind of change where the pairs name one.
 
     python -m bench.conflicts [--data PATH]... [--json OUT] [--threshold 0.95] [--show-errors]
-                              [--cv-by-kind] [--cache PATH] [--rules]
+                              [--cv-by-kind] [--fit PATH]... [--cache PATH] [--rules]
 
 `--data` (may be given more than once) is JSON Lines of {"a": ..., "b": ..., "lang": "zh"|"en",
 "label": "contradict"|"compatible"|"duplicate"}, with an optional "kind" (default:
@@ -17,6 +17,11 @@ second statement would record a conflict or join it to the first. No database.
 `--cv-by-kind`: instead of the shipped model, for each kind of change a model fitted
 (`bench.judgement_fit`) on the pairs of every other kind in the data, judging the pairs of the
 held-out kind: how the judgement does on a kind of change it never saw.
+
+`--fit PATH` (may be given more than once): instead of the shipped model, one fitted on those
+pairs alone, judging the `--data` pairs: how a model fitted on one hand's pairs does on
+another's (fitted on the first judgement sets, judging the set in fourteen styles, and the
+other way round).
 """
 
 from __future__ import annotations
@@ -102,6 +107,7 @@ def _models_by_kind(items: list[dict[str, Any]], sims: list[float], threshold: f
 def run(
     items: list[dict[str, Any]], threshold: float, show_errors: bool = False,
     cv_by_kind: bool = False, cache: Path | None = None, rules: bool = False,
+    fit_on: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     from bench.judgement_fit import cosines
     from facts.contradiction import pair_judge
@@ -109,6 +115,13 @@ def run(
 
     sims = cosines(items, cache) if cache is not None else similarities(items)
     models = _models_by_kind(items, sims, threshold) if cv_by_kind else {}
+    fitted = None
+    if fit_on:
+        from bench.judgement_fit import cue_matrix, fit
+
+        x = cue_matrix(fit_on, cosines(fit_on, cache) if cache else similarities(fit_on), threshold)
+        fitted = fit(x, [i["label"] for i in fit_on])
+        progress(f"fitted on {len(fit_on)} pairs")
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     by_kind: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     pair_judge("The model and jieba load once.", "加载一次。", similarity=0.5)
@@ -120,7 +133,7 @@ def run(
         else:
             verdict = pair_judge(item["a"], item["b"], similarity=sim,
                                  duplicate_threshold=threshold,
-                                 judge=models.get(item.get("kind", "")))  # fmt: skip
+                                 judge=models.get(item.get("kind", ""), fitted))  # fmt: skip
         for c in (counts[item["lang"]], by_kind[item["lang"], item.get("kind", "")]):
             c["pairs"] += 1
             for label in ("contradict", "duplicate"):
@@ -165,6 +178,10 @@ def main() -> None:
         help="judge each kind of change by a model fitted on the other kinds only",
     )  # fmt: skip
     parser.add_argument(
+        "--fit", type=Path, action="append",
+        help="judge by a model fitted on these pairs alone, not the shipped one",
+    )  # fmt: skip
+    parser.add_argument(
         "--cache", type=Path,
         help="keep the cosines in this JSON file between runs (no embedder rate then)",
     )  # fmt: skip
@@ -174,7 +191,9 @@ def main() -> None:
     )  # fmt: skip
     args = parser.parse_args()
     paths = args.data or [DEFAULT_DATA]
-    for path in paths:
+    if args.fit and args.cv_by_kind:
+        parser.error("--fit and --cv-by-kind are two ways of fitting: give one")
+    for path in paths + (args.fit or []):
         if not path.is_file():
             parser.error(f"--data {path}: no such file")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
@@ -185,10 +204,13 @@ def main() -> None:
     django.setup()
     items = [item for path in paths for item in load(path)]
     figures = run(items, args.threshold, show_errors=args.show_errors,
-                  cv_by_kind=args.cv_by_kind, cache=args.cache, rules=args.rules)  # fmt: skip
+                  cv_by_kind=args.cv_by_kind, cache=args.cache, rules=args.rules,
+                  fit_on=[item for path in args.fit or [] for item in load(path)])  # fmt: skip
     names = " + ".join(path.name for path in paths)
     how = ", each kind judged by a model fitted without it" if args.cv_by_kind else ""
     how += ", by the earlier rules alone" if args.rules else ""
+    if args.fit:
+        how += ", by a model fitted on " + " + ".join(path.name for path in args.fit)
     print(f"Conflict and duplicate detection on {names} (threshold {args.threshold}{how})")
     for lang in ("zh", "en"):
         if lang not in figures:

@@ -1,13 +1,14 @@
 """Fit the judgement's model (`facts/judgement_model.json`) on labelled pairs of statements.
 
-    python -m bench.judgement_fit [--data bench/data/judgement_tune.jsonl] [--out PATH]
-                                  [--cache PATH]
+    python -m bench.judgement_fit [--data PATH]... [--out PATH] [--cache PATH]
 
 Each pair's cues (`facts.judgement.pair_cues`) with the cosine of the two texts' e5 vectors
 (as stored facts are embedded), then a multinomial logistic regression (numpy, L2, classes
 weighed by their share) over the standardised cues. `--cache` keeps the cosines in a JSON file
-between runs. Only the tuning part is fitted on; `python -m bench.conflicts` reports on the
-rest, and `--cv-by-kind` there refits with a whole kind of change held out at a time.
+between runs. `--data` may be given more than once (default: bench/data/judgement_tune.jsonl and
+bench/data/judgement_styles.jsonl, the tuning sets). Only the tuning sets are fitted on;
+`python -m bench.conflicts` reports on the rest, and `--cv-by-kind` there refits with a whole
+kind of change held out at a time.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ import numpy as np
 
 from bench.harness import REPO, progress
 
-DEFAULT_DATA = REPO / "bench" / "data" / "judgement_tune.jsonl"
+DEFAULT_DATA = [
+    REPO / "bench" / "data" / "judgement_tune.jsonl",
+    REPO / "bench" / "data" / "judgement_styles.jsonl",
+]
 L2 = 0.005  # the penalty on the weights, per pair
 STEPS = 3000
 RATE = 0.5
@@ -104,7 +108,7 @@ def fit(x: np.ndarray, labels: list[str]) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, action="append", help="JSON Lines of labelled pairs")
     parser.add_argument("--out", type=Path, default=REPO / "facts" / "judgement_model.json")
     parser.add_argument("--cache", type=Path, help="keep the cosines in this JSON file")
     parser.add_argument("--threshold", type=float, default=0.95, help="duplicate threshold")
@@ -112,7 +116,7 @@ def main() -> None:
     setup_django()
     from bench.conflicts import load
 
-    items = load(args.data)
+    items = [item for path in args.data or DEFAULT_DATA for item in load(path)]
     sims = cosines(items, args.cache)
     progress(f"cues of {len(items)} pairs")
     fitted = fit(cue_matrix(items, sims, args.threshold), [i["label"] for i in items])

@@ -43,6 +43,7 @@ from facts.contradiction_rules import (
     _same_root,
     rules_judge,
 )
+from facts.opposites import opposite as opposite_words
 from facts.statements import TEXTS_KEPT, Statement, _stem, fold, statement
 
 MODEL_PATH = Path(__file__).with_name("judgement_model.json")
@@ -54,32 +55,6 @@ DUPLICATE_MIN = 0.7
 COSINE_UNKNOWN = 0.9
 
 # -- markers read from the raw text --------------------------------------------------------------
-
-_EN_OPPOSITES = """like hate|love hate|like dislike|enjoy hate|love dislike|open closed|open close
-|open shut|left right|agree disagree|approve reject|accept refuse|accept reject|accept decline
-|win lose|won lost|beat lost|increase decrease|increased decreased|raise lower|raised lowered
-|true false|early late|earlier later|before after|always never|married single|present absent
-|pass fail|passed failed|succeed fail|succeeded failed|success failure|allow forbid
-|allowed forbidden|on off|support oppose|enabled disabled|enable disable|public private
-|cheap expensive|short long|hot cold|warm cold|easy hard|easy difficult|synchronous asynchronous
-|works broken|working broken|introvert extrovert|junior senior|valid invalid|online offline
-|friendly hostile|crowded empty|full empty|green red|alive dead|near far|close far
-|ahead behind|up down|positive negative|older younger|taller shorter|faster slower|more less
-|higher lower|bigger smaller|larger smaller|heavier lighter|best worst|better worse|first last
-|inside outside|legal illegal|possible impossible|safe unsafe|healthy sick|rich poor|old new
-|light dark|wet dry|like hates|loves hates|likes dislikes|likes hates|arrived left"""
-_ZH_OPPOSITES = """喜欢 讨厌|爱 讨厌|同意 反对|支持 反对|批准 拒绝|接受 拒绝|通过 否决
-|赢 输|增加 减少|开门 关门
-|开着 关着|开 关|打开 关闭|左撇子 右撇子|左手 右手|早 晚|有空 没空|上班 休假|真 假|已婚 未婚
-|单身 已婚|单身 结婚|允许 禁止|成功 失败|暖 冷|热 冷|便宜 贵|短 长|多 少|公开 私有
-|前 后|简单 难|同步 异步|好 坏|内向 外向|初级 高级|有效 无效|在线 离线|提高 降低|友好 凶
-|上坡 下坡|近 远|提前 落后|阳性 阴性|大 小|高 矮|快 慢|胖 瘦|新 旧|对 错
-|安全 危险|健康 生病|合法 违法|首 末|最早 最晚"""
-_OPPOSITES = {
-    frozenset(pair.split())
-    for pair in (_EN_OPPOSITES + "|" + _ZH_OPPOSITES).replace("\n", "").split("|")
-}
-_OPPOSITE_WORDS = frozenset(w for pair in _OPPOSITES for w in pair)
 
 # How often: the words of a frequency, English and Chinese.
 _EN_FREQUENCY = re.compile(
@@ -159,18 +134,6 @@ def markers(text: str) -> Markers:
 # -- cues ----------------------------------------------------------------------------------------
 
 
-def _opposite_count(sa: Statement, sb: Statement) -> int:
-    """Pairs of opposite words, one on each side, that the other side does not have; Chinese
-    words also by their characters (很暖 / 很冷, 开着 / 关着)."""
-    only_a, only_b = sa.words - sb.words, sb.words - sa.words
-    found = sum(frozenset((x, y)) in _OPPOSITES for x in only_a for y in only_b)
-    if found:
-        return 1
-    parts_a = {c for w in only_a for c in w if c in _OPPOSITE_WORDS} | (only_a & _OPPOSITE_WORDS)
-    parts_b = {c for w in only_b for c in w if c in _OPPOSITE_WORDS} | (only_b & _OPPOSITE_WORDS)
-    return int(any(frozenset((x, y)) in _OPPOSITES for x in parts_a for y in parts_b if x != y))
-
-
 # Tokens for aligning two statements: Chinese character by character (a name jieba does not
 # know is still one span), other text word by word, without articles and copulas.
 _TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W_]+(?:['’.][^\W_]+)*")
@@ -214,6 +177,17 @@ def _thing(span: tuple[str, ...], st: Statement) -> bool:
     return any(_stem(t) in things or t in things for t in span)
 
 
+_EN_HAVE = frozenset("has have had owns own got gets do does did".split())
+
+
+def _verbs(span: tuple[str, ...], st: Statement) -> set[str]:
+    """The verbs (and words of being) of a statement inside a span of its tokens."""
+    text = "".join(span)
+    if _HAN_CHAR.search(text):
+        return {w for w in st.verbish if w in text}
+    return {_stem(t) for t in span if _stem(t) in st.verbish or t in st.verbish or t in _EN_HAVE}
+
+
 def _align(a: str, b: str, han: bool, *, any_span: bool = False) -> Alignment:
     """How the two line up. `any_span`: a span that differs counts as another value even when
     it reads as a verb, if it is one word (the favourite or the only one: 最爱吃火锅 / 最爱吃
@@ -235,6 +209,12 @@ def _align(a: str, b: str, han: bool, *, any_span: bool = False) -> Alignment:
         return Alignment(False, False, False)
     # One word for another (Chinese: two characters), the rest the same.
     narrow = max(i2 - i1, j2 - j1) <= (2 if han else 1)
+    if _verbs(ta[i1:i2], statement(a)) - _verbs(tb[j1:j2], statement(b)) and _verbs(
+        tb[j1:j2], statement(b)
+    ) - _verbs(ta[i1:i2], statement(a)):
+        # Each span has a verb of its own: another relation, not another value in one frame
+        # (prefers black coffee / has two cats, 喜欢喝咖啡 / 会弹吉他).
+        return Alignment(False, False, False)
     things = _thing(ta[i1:i2], statement(a)) and _thing(tb[j1:j2], statement(b))
     if not things and not (any_span and narrow):
         return Alignment(False, False, False)
@@ -242,6 +222,16 @@ def _align(a: str, b: str, han: bool, *, any_span: bool = False) -> Alignment:
         return Alignment(False, False, False)  # another form of one word (allergic / allergy)
     many = bool(set(frame) & _EN_MANY) or _has(_ZH_MANY, "".join(frame))
     return Alignment(turned_round=False, slot=True, many=many, narrow=narrow)
+
+
+def _when(values: frozenset[str]) -> bool:
+    """Whether the values name a time: a date, weekday or month, or a year."""
+    return _dates(values) or any(re.fullmatch(r"(19|20)\d\d", v) for v in values)
+
+
+def _many_verb(text: str) -> bool:
+    """Whether the statement's verb takes many values at once (visited, met, 去过)."""
+    return bool(set(_tokens(text)) & _EN_MANY) or _has(_ZH_MANY, text)
 
 
 CUES: tuple[str, ...] = (
@@ -270,8 +260,10 @@ class Cues:
     # duplicate then.
     differs: bool
     # A disagreement that needs no weighing: the same words with a comparison turned round
-    # ("green tea over coffee" / "coffee over green tea"), or another favourite or only
-    # value in the same sentence. Its kind, else "".
+    # ("green tea over coffee" / "coffee over green tea"), another favourite or only value in
+    # the same sentence, or the same words with another number, time or date ("starts at
+    # 9:30" / "starts at 10:00"; not in a frame that takes many: visited in 2019 / in 2021).
+    # Its kind, else "".
     plain: str = ""
 
 
@@ -290,7 +282,7 @@ def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: flo
     # Flips of meaning: a negation (or "never", "hardly ever") on one side, opposite words, a
     # comparison turned round. Two of them cancel out.
     negation = sa.negated != sb.negated or (ma.never != mb.never and not (sa.negated or sb.negated))
-    opposite = bool(_opposite_count(sa, sb))
+    opposite = opposite_words(sa.words - sb.words, sb.words - sa.words)
     # The favourite or the only one is one value, whatever the verb (最爱看足球 / 最爱看网球).
     only = ma.exclusive or mb.exclusive or sa.exclusive or sb.exclusive
     # Both say which one is the favourite or the only one: one word for another is another value.
@@ -345,6 +337,13 @@ def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: flo
         plain = "order"
     elif favourite and aligned.slot and aligned.narrow and not added and sa.negated == sb.negated:
         plain = "value"
+    elif (
+        values_differ and sa.words == sb.words and not added and sa.negated == sb.negated
+        and not frequency
+        and not (_when(sa.values | sb.values) and _many_verb(a))
+    ):  # fmt: skip
+        # The same words with another number, time or date: one value replaced.
+        plain = "date" if _dates(sa.values | sb.values) else "number"
     return Cues(np.asarray(vector, dtype=np.float64), kinds, differs, plain)
 
 
