@@ -45,9 +45,9 @@ def pair_judge(
     cues = pair_cues(a, b, similarity, duplicate_threshold)
     p_contradict, p_duplicate, p_compatible = judge.probabilities(cues.vector)[0].tolist()
     if cues.plain:
-        # Nothing to weigh: the same words turned round or with another number, or
-        # another favourite.
-        sure = max(p_contradict, CLEAR if cues.plain != "value" else 0.5)
+        # Nothing to weigh: the same words turned round, with another number or with one
+        # word's opposite, or another favourite.
+        sure = max(p_contradict, CLEAR if cues.plain in ("order", "number", "date") else 0.5)
         return Verdict(CONTRADICT, cues.plain, round(sure, 3), clear=sure >= CLEAR)
     if p_contradict >= 0.5:
         reason = cues.kinds[0] if cues.kinds else "meaning"

@@ -224,6 +224,23 @@ def _align(a: str, b: str, han: bool, *, any_span: bool = False) -> Alignment:
     return Alignment(turned_round=False, slot=True, many=many, narrow=narrow)
 
 
+def _one_word_swapped(a: str, b: str, han: bool) -> bool:
+    """Whether the two are the same tokens but one word (Chinese: two characters) on each side,
+    and those two are opposites (loves / loathes the night shift, 咖啡涨价了 / 咖啡降价了)."""
+    ta, tb = _tokens(a), _tokens(b)
+    ops = [op for op in SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes()
+           if op[0] != "equal"]  # fmt: skip
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return False
+    _, i1, i2, j1, j2 = ops[0]
+    most = 2 if han else 1
+    if i2 - i1 > most or j2 - j1 > most:
+        return False
+    if han:
+        return opposite_words({"".join(ta[i1:i2])}, {"".join(tb[j1:j2])})
+    return opposite_words({_stem(t) for t in ta[i1:i2]}, {_stem(t) for t in tb[j1:j2]})
+
+
 def _when(values: frozenset[str]) -> bool:
     """Whether the values name a time: a date, weekday or month, or a year."""
     return _dates(values) or any(re.fullmatch(r"(19|20)\d\d", v) for v in values)
@@ -231,7 +248,9 @@ def _when(values: frozenset[str]) -> bool:
 
 def _many_verb(text: str) -> bool:
     """Whether the statement's verb takes many values at once (visited, met, 去过)."""
-    return bool(set(_tokens(text)) & _EN_MANY) or _has(_ZH_MANY, text)
+    return bool(set(_tokens(text)) & _EN_MANY) or any(
+        _ZH_MANY.fullmatch(w) for w in statement(text).words
+    )
 
 
 CUES: tuple[str, ...] = (
@@ -337,6 +356,8 @@ def pair_cues(a: str, b: str, similarity: float | None, duplicate_threshold: flo
         plain = "order"
     elif favourite and aligned.slot and aligned.narrow and not added and sa.negated == sb.negated:
         plain = "value"
+    elif opposite and sa.negated == sb.negated and _one_word_swapped(a, b, han > 0.3):
+        plain = "opposite"  # the same words but one, and that one its opposite
     elif (
         values_differ and sa.words == sb.words and not added and sa.negated == sb.negated
         and not frequency

@@ -675,3 +675,32 @@ def test_where_the_tenant_chose_it_the_newer_statement_supersedes_the_older_at_o
         old = key.get(f"/api/v1/facts/{first.json()['fact']['id']}").json()
         assert old["status"] == "superseded", lang
         assert old["superseded_by"] == second.json()["fact"]["id"], lang
+
+
+def test_opposites_from_the_lists_flip_a_statement_without_a_negation() -> None:
+    # Opposites the first short list lacked, from WordNet and the written Chinese list, in the
+    # forms people write them (loathes, failed, 涨价 / 降价).
+    for a, b in [
+        ("Priya loves the night shift.", "Priya loathes the night shift."),
+        ("The nightly build passed.", "The nightly build failed."),
+        ("The staging cluster is online.", "The staging cluster is offline."),
+        ("这家店的咖啡涨价了。", "这家店的咖啡降价了。"),
+        ("小林今年的基金盈利了。", "小林今年的基金亏损了。"),
+        ("小区东门晚上开着。", "小区东门晚上关着。"),
+    ]:
+        assert pair_judge(a, b, similarity=0.93).label == "contradict", (a, b)
+    # A character of an opposite inside an unrelated word is not one (开心 / 关心), and a span
+    # with a verb of its own is another relation, not another value.
+    assert pair_judge("小周很开心。", "小周很关心同事。", similarity=0.85).label != "contradict"
+    assert pair_judge("Alice Chen prefers black coffee.", "Alice Chen has two cats.").label == (
+        "compatible"
+    )
+
+
+def test_the_same_words_with_another_number_are_a_plain_conflict_unless_many_can_hold() -> None:
+    verdict = pair_judge("The standup starts at 9:30.", "The standup starts at 10:00.")
+    assert verdict.label == "contradict" and verdict.clear
+    verdict = pair_judge("会议在周三。", "会议在周四。")
+    assert verdict.label == "contradict" and verdict.clear
+    # Visits in two years can both be true: never a plain conflict.
+    assert not pair_judge("I visited Paris in 2019.", "I visited Paris in 2021.").clear
