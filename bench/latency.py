@@ -22,13 +22,21 @@ Measured on the large tenant for `--queries` questions (after 20 warm-up queries
 agent's prefetch costs on a cache miss, `context_build` (recall_search with k=20 and the whole
 context block), without the query embedding (`p50_ms` ...); recall_search(k=10) alone, likewise
 (`recall_p50_ms` ...); the query embedding alone; and a prefetch cache hit (`context_cached`).
+Then a recall by each channel alone (full text, vector, entity: `channel_alone`): its wall
+time, the wall time of the channel's own stage (its candidates and their scores, the vector
+channel without the query's embedding), and the database's time for the whole recall: the
+planning and execution time PostgreSQL reports (EXPLAIN ANALYZE, in a pass of its own) for the
+statements the channel's stage sends and for all the recall sends, summed, and how many
+statements that is.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import random
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -644,19 +652,88 @@ def measure(tenant: Any, warmup: list[str], queries: list[str], breakdown: bool)
         "hnsw_used": HNSW_INDEX in plan,
     }
     if breakdown:
-        progress("each channel alone (without the query embedding)")
+        progress("each channel alone (without the query embedding), then its database time")
         alone: dict[str, dict[str, float]] = {}
         for channel in ("fts", "vec", "entity"):
-            times = []
+            times, stage = [], []
             for query in queries:
                 timings = recall_search(
                     tenant=tenant,
                     query=recall_query({"query": query, "k": 10, "channels": [channel]}),
                 ).timings_ms
                 times.append(timings["total"] - timings.get("embed_query", 0.0))
-            alone[channel] = {"p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95)}
+                stage.append(timings.get(channel, 0.0) - timings.get("embed_query", 0.0))
+            alone[channel] = {
+                "p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95),
+                "stage_p50_ms": percentile(stage, 0.5), "stage_p95_ms": percentile(stage, 0.95),
+                **database_time(tenant, channel, queries),
+            }  # fmt: skip
         figures["channel_alone"] = alone
     return figures
+
+
+# Statements that only read: EXPLAIN ANALYZE runs them a second time without harm.
+_READ_ONLY = re.compile(r"^\s*(SELECT|WITH)\b(?!.*\b(INSERT|UPDATE|DELETE)\b)", re.I | re.S)
+
+
+def database_time(tenant: Any, channel: str, queries: list[str]) -> dict[str, float]:
+    """What the database spends on one recall by `channel` alone: each statement that only
+    reads run again under EXPLAIN (ANALYZE), its planning and execution time summed per recall
+    (`db_p50_ms`, `db_p95_ms`), and the statements a recall sends (`statements`). A separate
+    pass, after the timed one: the timed figures carry no EXPLAIN; the second run of a statement
+    finds the pages the first one read in memory, as the timed pass (after its warm-up) did."""
+    import psycopg
+    from django.db import connection
+
+    from retrieval.inputs import recall_query
+    from retrieval.search import recall_search
+
+    spent: list[float] = []
+    own: list[float] = []
+    sent: list[int] = []
+    current = {"ms": 0.0, "stage_ms": 0.0, "statements": 0}
+    stage_function = _STAGES[channel]
+
+    def explain(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        result = execute(sql, params, many, context)
+        current["statements"] += 1
+        if not many and _READ_ONLY.match(sql):
+            # A cursor of its own, on the same connection and transaction: the caller reads the
+            # first statement's rows from its cursor after this returns.
+            with psycopg.ClientCursor(connection.connection) as cursor:
+                cursor.execute(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {sql}", params)
+                lines = [row[0] for row in cursor.fetchall()]
+            ms = 0.0
+            for line in lines:
+                found = re.match(r"(Planning|Execution) Time: ([\d.]+) ms", line.strip())
+                if found:
+                    ms += float(found.group(2))
+            current["ms"] += ms
+            # The channel's own statements: those sent from inside its stage's function.
+            if any(frame.function == stage_function for frame in inspect.stack(context=0)):
+                current["stage_ms"] += ms
+        return result
+
+    for query in queries:
+        current.update(ms=0.0, stage_ms=0.0, statements=0)
+        with connection.execute_wrapper(explain):
+            recall_search(
+                tenant=tenant, query=recall_query({"query": query, "k": 10, "channels": [channel]})
+            )
+        spent.append(current["ms"])
+        own.append(current["stage_ms"])
+        sent.append(int(current["statements"]))
+    return {
+        "db_p50_ms": percentile(spent, 0.5),
+        "db_p95_ms": percentile(spent, 0.95),
+        "stage_db_p50_ms": percentile(own, 0.5),
+        "stage_db_p95_ms": percentile(own, 0.95),
+        "statements": round(statistics.fmean(sent), 1),
+    }
+
+
+# The function of retrieval.channels that is each channel's own stage.
+_STAGES = {"fts": "_fts_scores", "vec": "_vector_scores", "entity": "_entity_scores"}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -717,6 +794,12 @@ def main() -> None:
     print(f"  vector query uses the HNSW index: {'yes' if figures['hnsw_used'] else 'no'}")
     for channel, values in figures.get("channel_alone", {}).items():
         print(_percentiles(f"{channel} alone (no embedding)", values, ""))
+        print(
+            f"    its own stage p50 {values['stage_p50_ms']} ms p95 {values['stage_p95_ms']} ms,"
+            f" of which the database p50 {values['stage_db_p50_ms']} ms"
+            f" p95 {values['stage_db_p95_ms']} ms; the database for the whole recall"
+            f" p50 {values['db_p50_ms']} ms ({values['statements']} statements)"
+        )
     print(f"  load {figures['rows']} rows in {figures['load_s']} s "
           f"({figures['rows_per_s']} rows/s), HNSW build {figures['index_build_s']} s")  # fmt: skip
     write_json(args.json, figures)
